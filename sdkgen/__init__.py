@@ -1,0 +1,1 @@
+"""sdkgen: tool manifest -> typed Python and TypeScript SDK text (stdlib only)."""
