@@ -1,0 +1,495 @@
+"""One run in one fresh child: start, bridge, budgets, logs, settle, clean up.
+
+A run is a chain of small steps (``_spawn`` -> the watchers -> ``_settle`` ->
+``_cleanup``); every way out goes through ``_cleanup``, which kills what the run
+started, reaps it, drains the logs, closes the fds and removes the working dir.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import os
+import shutil
+import struct
+import tempfile
+import time
+from typing import Any
+
+import anyio
+import msgspec
+
+from host.sandbox._fdio import close_fd, read_some, write_all
+from host.sandbox._template import TemplateProcess
+from runtime._contract import RunError, RunRequest, RunResult, RunStats
+from runtime._json import json_problem
+from runtime._procs import kill_tree, tree_cpu_ns
+from runtime._wire import Call, Done, Failed, FrameBuffer, Reply, ReplyError, Start, encode_frame
+
+__all__ = ("Run", "RunOptions")
+
+_INT = struct.Struct("!i")
+_decoder = msgspec.json.Decoder(Call | Done | Failed)
+_value_decoder = msgspec.json.Decoder()
+_CPUS = os.cpu_count() or 1
+_SIGNAL_NAMES = {
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    6: "SIGABRT",
+    24: "SIGXCPU",
+    25: "SIGXFSZ",
+    7: "SIGBUS",
+    15: "SIGTERM",
+    13: "SIGPIPE",
+}
+
+
+class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Backend settings that are not per-request limits."""
+
+    isolation: str = "process"
+    max_frame_bytes: int = 64 * 1024 * 1024 + 4096
+    max_file_bytes: int = 256 * 1024 * 1024
+    max_open_files: int = 256
+    settle_timeout: float = 5.0
+
+
+def _died_message(status: int | None) -> str:
+    if status is None:
+        return "the child died and its exit status is unknown"
+    if status < 0:
+        name = _SIGNAL_NAMES.get(-status, f"signal {-status}")
+        return f"the child was killed by {name} before reporting a result"
+    return f"the child exited with status {status} before reporting a result"
+
+
+class Run:
+    """The state of one run, from fork to settle."""
+
+    def __init__(
+        self,
+        request: RunRequest,
+        code: bytes,
+        template: TemplateProcess,
+        options: RunOptions,
+    ) -> None:
+        self.request = request
+        self.limits = request.limits
+        self.code = code
+        self.template = template
+        self.options = options
+        self.logs: list[str] = []
+        self.log_bytes = 0
+        self.calls = 0
+        self.dropped = 0
+        self.pid: int | None = None
+        self.exit_status: int | None = None
+        self.outcome: RunResult | RunError | None = None
+        self.value: Any = msgspec.UNSET
+        self.scope = anyio.CancelScope()
+        self.closing_reason: str | None = None
+        self._fds: dict[str, int] = {}
+        self._workdir: str | None = None
+        self._frames = FrameBuffer(options.max_frame_bytes)
+        self._seen_ids: set[int] = set()
+        self._log_decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._partial = ""
+        self._send_lock = anyio.Lock()
+        self._limiter = anyio.CapacityLimiter(self.limits.max_parallel_sub_calls)
+        self._cpu_ns = 0
+        self._exited = anyio.Event()
+        self._started = time.monotonic()
+        self._settled_at: float | None = None
+
+    # ---- the whole life ------------------------------------------------------------------
+
+    async def execute(self) -> RunResult:
+        """Run to completion; returns the result whatever happened (cancellation included)."""
+        try:
+            with self.scope:
+                with anyio.move_on_after(self.limits.max_wall_ms / 1000) as wall:
+                    await self._spawn()
+                    async with anyio.create_task_group() as tg:
+                        self._tg = tg
+                        tg.start_soon(self._read_ctl)
+                        tg.start_soon(self._read_logs)
+                        tg.start_soon(self._watch_exit)
+                        tg.start_soon(self._watch_budget)
+                        if self.request.abort is not None:
+                            tg.start_soon(self._watch_abort)
+                if wall.cancelled_caught and self.outcome is None:
+                    self._settle(
+                        RunError(
+                            kind="budget",
+                            budget="wall",
+                            message=f"the run passed its wall-clock budget of {self.limits.max_wall_ms} ms",
+                        )
+                    )
+        except anyio.get_cancelled_exc_class():
+            pass  # the caller cancelled: we still settle, clean up and report `aborted`
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._cleanup()
+        if self.outcome is None:
+            reason = self.closing_reason or "the caller cancelled the run"
+            self.outcome = RunError(kind="aborted", message=reason)
+        return self._result()
+
+    def _result(self) -> RunResult:
+        end = self._settled_at or time.monotonic()
+        stats = RunStats(
+            isolation=self.options.isolation,
+            compute_ms=round(self._cpu_ns / 1e6, 3),
+            wall_ms=round((end - self._started) * 1000, 3),
+            calls=self.calls,
+            dropped_frames=self.dropped + self._frames.oversized,
+        )
+        error = self.outcome if isinstance(self.outcome, RunError) else None
+        if error is not None and error.kind == "died":
+            error = self._classify_death(error)
+        return RunResult(logs=self.logs, value=self.value, error=error, stats=stats)
+
+    def _classify_death(self, error: RunError) -> RunError:
+        status = self.exit_status
+        if status == -24:  # SIGXCPU: the CPU rlimit backstop fired before our own poll
+            return RunError(
+                kind="budget",
+                budget="compute",
+                message=f"the run passed its compute budget of {self.limits.compute_ms} ms",
+            )
+        return msgspec.structs.replace(
+            error,
+            exit_status=status,
+            message=error.message if error.message else _died_message(status),
+        )
+
+    def _settle(self, outcome: RunResult | RunError) -> None:
+        """Record the first outcome and stop every watcher; later outcomes are ignored."""
+        if self.outcome is not None:
+            return
+        self.outcome = outcome
+        self._settled_at = time.monotonic()
+        self.scope.cancel()
+
+    def abort(self, reason: str) -> None:
+        """Settle as ``aborted`` from outside (the runtime is closing)."""
+        self.closing_reason = reason
+        self._settle(RunError(kind="aborted", message=reason))
+
+    # ---- start ---------------------------------------------------------------------------
+
+    async def _spawn(self) -> None:
+        pipes = {}
+        for name in ("ctl_in", "ctl_out", "log", "status"):
+            r, w = os.pipe2(os.O_CLOEXEC)
+            pipes[name] = (r, w)
+        # host ends: we write ctl_in, read ctl_out/log/status
+        self._fds = {
+            "to_child": pipes["ctl_in"][1],
+            "from_child": pipes["ctl_out"][0],
+            "log": pipes["log"][0],
+            "status": pipes["status"][0],
+        }
+        child_ends = [pipes["ctl_in"][0], pipes["ctl_out"][1], pipes["log"][1], pipes["status"][1]]
+        for fd in self._fds.values():
+            os.set_blocking(fd, False)
+        self._workdir = tempfile.mkdtemp(prefix="dsh-run-")
+        try:
+            await self.template.fork(child_ends)
+        finally:
+            for fd in child_ends:
+                os.close(fd)
+        limits = self.limits
+        start = Start(
+            code=self.code,
+            source=self.request.program,
+            policy=self.request.policy,
+            inputs=dict(self.request.inputs),
+            bindings=sorted(self.request.bindings),
+            workdir=self._workdir,
+            max_output_bytes=limits.max_output_bytes,
+            heap_bytes=limits.max_heap_mb * 1024 * 1024,
+            cpu_seconds=math.ceil(limits.compute_ms / 1000) + 1,
+            file_bytes=self.options.max_file_bytes,
+            open_files=self.options.max_open_files,
+        )
+        await self._send(encode_frame(start))
+        head = await self._read_status(5)
+        if len(head) == 5 and head[:1] == b"P":
+            self.pid = _INT.unpack(head[1:])[0]
+        else:
+            self._settle(RunError(kind="died", message="the template process died before the child started"))
+
+    async def _read_status(self, size: int) -> bytes:
+        got = b""
+        while len(got) < size:
+            chunk = await read_some(self._fds["status"], size - len(got))
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+    async def _send(self, frame: bytes) -> None:
+        async with self._send_lock:
+            try:
+                await write_all(self._fds["to_child"], frame)
+            except OSError:
+                pass  # the child is gone; _watch_exit settles the run
+
+    # ---- watchers --------------------------------------------------------------------------
+
+    async def _read_ctl(self) -> None:
+        fd = self._fds["from_child"]
+        while True:
+            data = await read_some(fd, 1 << 20)
+            if not data:
+                if self.outcome is None:
+                    # A child that exits closes this pipe too: give its exit status a moment.
+                    with anyio.move_on_after(0.05):
+                        await self._exited.wait()
+                    self._settle(
+                        RunError(
+                            kind="died",
+                            message="the child closed its end of the bridge before reporting a result",
+                        )
+                    )
+                return
+            self._handle_ctl_bytes(data)
+
+    def _handle_ctl_bytes(self, data: bytes) -> None:
+        for body in self._frames.feed(data):
+            try:
+                message = _decoder.decode(body)
+            except (msgspec.DecodeError, RecursionError, MemoryError):
+                self.dropped += 1
+                continue
+            if self.outcome is not None:
+                self.dropped += 1
+                continue
+            if isinstance(message, Call):
+                self._on_call(message)
+            elif isinstance(message, Done):
+                self._on_done(message)
+            else:
+                self._on_failed(message)
+
+    def _on_call(self, call: Call) -> None:
+        if call.id in self._seen_ids:
+            self.dropped += 1
+            return
+        self._seen_ids.add(call.id)
+        self.calls += 1
+        self._tg.start_soon(self._serve_call, call)
+
+    def _on_done(self, done: Done) -> None:
+        if not done.has_value:
+            self._settle(RunResult(logs=self.logs))
+            return
+        raw = bytes(done.value)
+        if self.log_bytes + len(raw) > self.limits.max_output_bytes:
+            self._settle(
+                RunError(
+                    kind="output_limit",
+                    message=f"the result ({len(raw)} bytes of JSON) after {self.log_bytes} bytes "
+                    f"of logs passed max_output_bytes ({self.limits.max_output_bytes})",
+                )
+            )
+            return
+        try:
+            value = _value_decoder.decode(raw)
+        except (msgspec.DecodeError, RecursionError, MemoryError):
+            self.dropped += 1
+            return
+        problem = json_problem(value)
+        if problem is not None:
+            self._settle(
+                RunError(kind="invalid_completion", message=f"the result is not lossless JSON: {problem}")
+            )
+            return
+        self.value = value
+        self._settle(RunResult(logs=self.logs, value=value))
+
+    def _on_failed(self, failed: Failed) -> None:
+        if failed.kind not in ("exception", "invalid_completion", "output_limit", "memory"):
+            self.dropped += 1
+            return
+        self._settle(
+            RunError(
+                kind=failed.kind,  # type: ignore[arg-type]
+                message=failed.message,
+                exception_type=failed.exception_type,
+                traceback=failed.traceback,
+                lineno=failed.lineno,
+            )
+        )
+
+    async def _serve_call(self, call: Call) -> None:
+        binding = self.request.bindings.get(call.name) if type(call.name) is str else None
+        if binding is None:
+            reply: Reply | ReplyError = ReplyError(
+                id=call.id, tool=call.name, message=f"no binding named {call.name!r}", code="UNKNOWN_TOOL"
+            )
+        else:
+            async with self._limiter:
+                try:
+                    value = await binding(call.args)
+                except Exception as exc:
+                    code = getattr(exc, "code", None)
+                    reply = ReplyError(
+                        id=call.id,
+                        tool=call.name,
+                        message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
+                        code=code if isinstance(code, str) else "TOOL_ERROR",
+                    )
+                else:
+                    problem = json_problem(value)
+                    if problem is not None:
+                        self._settle(
+                            RunError(
+                                kind="invalid_completion",
+                                message=f"binding {call.name} returned a value that is not "
+                                f"lossless JSON: {problem}",
+                            )
+                        )
+                        return
+                    reply = Reply(id=call.id, value=value)
+        if self.outcome is None:
+            await self._send(encode_frame(reply))
+
+    async def _read_logs(self) -> None:
+        fd = self._fds["log"]
+        while True:
+            data = await read_some(fd)
+            if not data:
+                return
+            self._feed_logs(data)
+
+    def _feed_logs(self, data: bytes) -> None:
+        room = self.limits.max_output_bytes - self.log_bytes
+        over = len(data) > room
+        if over:
+            data = data[: max(room, 0)]
+        self.log_bytes += len(data)
+        self._add_text(self._log_decoder.decode(data))
+        if over:
+            self._settle(
+                RunError(
+                    kind="output_limit",
+                    message=f"the logs passed max_output_bytes ({self.limits.max_output_bytes}); "
+                    "they are kept up to the cap",
+                )
+            )
+
+    def _add_text(self, text: str) -> None:
+        if not text:
+            return
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        on_log = self.request.on_log
+        for line in lines:
+            self.logs.append(line)
+            if on_log is not None:
+                try:
+                    on_log(line)
+                except Exception:  # noqa: S110 - an observer's bug must not break the run
+                    pass
+
+    def _flush_logs(self) -> None:
+        self._add_text(self._log_decoder.decode(b"", final=True))
+        if self._partial:
+            self._add_text("\n")
+
+    async def _watch_exit(self) -> None:
+        got = await self._read_status(5)
+        if len(got) == 5 and got[:1] == b"X":
+            self.exit_status = _INT.unpack(got[1:])[0]
+        self._exited.set()
+        if self.outcome is None:
+            self._drain_ctl()
+        if self.outcome is None:
+            self._settle(RunError(kind="died", message=""))
+
+    def _drain_ctl(self) -> None:
+        # The child wrote its last frame before it exited: it is in the pipe already.
+        fd = self._fds["from_child"]
+        while self.outcome is None:
+            try:
+                data = os.read(fd, 1 << 20)
+            except (BlockingIOError, OSError):
+                return
+            if not data:
+                return
+            self._handle_ctl_bytes(data)
+
+    async def _watch_budget(self) -> None:
+        while self.pid is None:
+            await anyio.sleep(0.0005)
+        budget_ns = self.limits.compute_ms * 1_000_000
+        while True:
+            self._cpu_ns = tree_cpu_ns(self.pid)
+            remaining = budget_ns - self._cpu_ns
+            if remaining <= 0:
+                self._settle(
+                    RunError(
+                        kind="budget",
+                        budget="compute",
+                        message=f"the run passed its compute budget of {self.limits.compute_ms} ms",
+                    )
+                )
+                return
+            # The tree cannot burn faster than every CPU at once: sleep until it could be out.
+            await anyio.sleep(min(max(remaining / _CPUS / 2e9, 0.001), 0.05))
+
+    async def _watch_abort(self) -> None:
+        abort = self.request.abort
+        assert abort is not None
+        await abort.wait()
+        self._settle(RunError(kind="aborted", message="the run was aborted by the caller"))
+
+    # ---- the end ---------------------------------------------------------------------------
+
+    async def _cleanup(self) -> None:
+        if self.pid is not None and not self._exited.is_set():
+            # Not reaped yet, so the pid is still ours: kill what the run started, then wait
+            # for the template, which reaps the child and sweeps up orphans, to say so.
+            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid))
+            kill_tree(self.pid)
+            if "status" in self._fds:
+                with anyio.move_on_after(self.options.settle_timeout):
+                    got = await self._read_status(5)
+                    if len(got) == 5 and got[:1] == b"X":
+                        self.exit_status = _INT.unpack(got[1:])[0]
+        if "log" in self._fds:
+            await self._drain_logs()
+        for fd in self._fds.values():
+            close_fd(fd)
+        self._fds = {}
+        if self._workdir is not None:
+            try:
+                os.rmdir(self._workdir)
+            except OSError:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+
+    async def _drain_logs(self) -> None:
+        fd = self._fds["log"]
+        over = isinstance(self.outcome, RunError) and self.outcome.kind == "output_limit"
+        with anyio.move_on_after(1.0):
+            while not over:
+                data = await read_some(fd)
+                if not data:
+                    break
+                room = self.limits.max_output_bytes - self.log_bytes
+                if len(data) > room:
+                    data = data[: max(room, 0)]
+                    over = True
+                self.log_bytes += len(data)
+                self._add_text(self._log_decoder.decode(data))
+        self._flush_logs()
+        if over and not isinstance(self.outcome, RunError):
+            # The child's own count missed raw writes; the host's count is the one that holds.
+            self.value = msgspec.UNSET
+            self.outcome = RunError(
+                kind="output_limit",
+                message=f"the logs passed max_output_bytes ({self.limits.max_output_bytes}); "
+                "they are kept up to the cap",
+            )

@@ -1,0 +1,149 @@
+"""``SubprocessRuntime``: the code runtime that runs each program in a fresh forked child."""
+
+from __future__ import annotations
+
+import marshal
+import sys
+from typing import Any
+
+import anyio
+
+from host.sandbox._run import Run, RunOptions
+from host.sandbox._template import TemplateProcess
+from runtime._contract import RunError, RunRequest, RunResult, RunStats
+from runtime._errors import RuntimeClosedError, RuntimeUsageError
+from runtime._json import json_problem
+from runtime._program import ProgramRejected, compile_program
+
+__all__ = ("SubprocessRuntime",)
+
+
+def _check_request(request: RunRequest) -> None:
+    """Reject what the caller got wrong, before anything starts."""
+    if not isinstance(request, RunRequest):
+        raise RuntimeUsageError(f"run() takes a RunRequest, got {type(request).__name__}")
+    for name in request.bindings:
+        parts = name.split(".") if isinstance(name, str) else [""]
+        if not all(p.isidentifier() for p in parts):
+            raise RuntimeUsageError(f"binding name {name!r} is not a dotted identifier")
+        if not callable(request.bindings[name]):
+            raise RuntimeUsageError(f"binding {name!r} is not callable")
+    for name, value in request.inputs.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise RuntimeUsageError(f"input name {name!r} is not an identifier")
+        problem = json_problem(value)
+        if problem is not None:
+            raise RuntimeUsageError(f"input {name!r} is not lossless JSON: {problem}")
+
+
+class SubprocessRuntime:
+    """Runs each program in a fresh child forked from a template process (Linux only).
+
+    Use ``async with SubprocessRuntime() as rt:`` or call ``aclose()`` when done; the
+    template starts on the first run. ``max_concurrent_runs`` bounds children alive at once.
+    """
+
+    language = "python"
+
+    def __init__(
+        self,
+        *,
+        max_concurrent_runs: int = 8,
+        max_frame_bytes: int = 64 * 1024 * 1024 + 4096,
+        max_file_bytes: int = 256 * 1024 * 1024,
+        max_open_files: int = 256,
+        python: str = sys.executable,
+    ) -> None:
+        if not sys.platform.startswith("linux"):
+            raise RuntimeUsageError(
+                f"SubprocessRuntime supports Linux only (this is {sys.platform}): it relies on "
+                "fork, /proc, prctl and rlimits"
+            )
+        if max_concurrent_runs < 1:
+            raise ValueError("max_concurrent_runs must be at least 1")
+        self._options = RunOptions(
+            max_frame_bytes=max_frame_bytes,
+            max_file_bytes=max_file_bytes,
+            max_open_files=max_open_files,
+        )
+        self._max_concurrent = max_concurrent_runs
+        self._python = python
+        self._template: TemplateProcess | None = None
+        self._template_lock: anyio.Lock | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._runs: set[Run] = set()
+        self._idle: anyio.Event | None = None
+        self._closed = False
+
+    @property
+    def isolation(self) -> str:
+        """The execution substrate: "process" (own session, rlimits, private dir)."""
+        return self._options.isolation
+
+    async def __aenter__(self) -> SubprocessRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """Run one program in a fresh child; resolves with the result whatever the program did."""
+        if self._closed:
+            raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
+        _check_request(request)
+        try:
+            code = compile_program(request.program, request.policy)
+        except ProgramRejected as exc:
+            return self._early(RunError(kind="parse", message=exc.message, lineno=exc.lineno))
+        if request.abort is not None and request.abort.is_set():
+            return self._early(RunError(kind="aborted", message="the run was aborted before it started"))
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self._max_concurrent)
+        async with self._limiter:
+            if self._closed:
+                raise RuntimeClosedError("this SubprocessRuntime closed while the run was waiting")
+            template = await self._ensure_template()
+            run = Run(request, marshal.dumps(code), template, self._options)
+            self._runs.add(run)
+            try:
+                return await run.execute()
+            finally:
+                self._runs.discard(run)
+                if not self._runs and self._idle is not None:
+                    self._idle.set()
+
+    def _early(self, error: RunError) -> RunResult:
+        stats = RunStats(isolation=self.isolation, compute_ms=0.0, wall_ms=0.0, calls=0, dropped_frames=0)
+        return RunResult(logs=[], error=error, stats=stats)
+
+    async def _ensure_template(self) -> TemplateProcess:
+        if self._template_lock is None:
+            self._template_lock = anyio.Lock()
+        async with self._template_lock:
+            if self._template is None or not self._template.alive:
+                if self._template is not None:
+                    await self._template.aclose()
+                self._template = TemplateProcess(self._python)
+                await self._template.start()
+            return self._template
+
+    async def aclose(self) -> None:
+        """Abort in-flight runs, wait until every child has exited, stop the template."""
+        self._closed = True
+        if self._runs:
+            self._idle = anyio.Event()
+            for run in list(self._runs):
+                run.abort("the runtime was closed while the run was in flight")
+            with anyio.CancelScope(shield=True):
+                await self._idle.wait()
+        if self._template is not None:
+            with anyio.CancelScope(shield=True):
+                await self._template.aclose()
+            self._template = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._runs)} running"
+        return f"<SubprocessRuntime isolation={self.isolation!r} {state}>"
+
+    def _debug_state(self) -> dict[str, Any]:
+        return {"runs": len(self._runs), "template": self._template.pid if self._template else None}

@@ -1,0 +1,109 @@
+"""The host's handle on the template process: start it, ask it to fork, close it."""
+
+from __future__ import annotations
+
+import array
+import os
+import socket
+import subprocess
+import sys
+
+import anyio
+
+from runtime._errors import RuntimeUsageError
+
+__all__ = ("TemplateProcess", "TemplateStartError")
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from runtime._template import main; main(int(sys.argv[2]))"
+
+
+class TemplateStartError(RuntimeUsageError):
+    """The template process did not start or did not say READY in time."""
+
+
+class TemplateProcess:
+    """A started template: forks children on request; dies when its socket closes."""
+
+    def __init__(self, python: str = sys.executable, start_timeout: float = 30.0) -> None:
+        self._python = python
+        self._start_timeout = start_timeout
+        self._sock: socket.socket | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._send_lock = anyio.Lock()
+
+    @property
+    def alive(self) -> bool:
+        """True while the process runs and its socket is open."""
+        return self._proc is not None and self._sock is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """The template's pid, once started."""
+        return self._proc.pid if self._proc is not None else None
+
+    async def start(self) -> None:
+        """Spawn the template with an empty environment and wait for its READY byte."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._proc = subprocess.Popen(
+                [self._python, "-I", "-c", _BOOT, _ROOT, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                env={},
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise TemplateStartError(f"cannot start the template process: {exc}") from exc
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        self._sock = ours
+        with anyio.move_on_after(self._start_timeout):
+            while True:
+                await anyio.wait_readable(ours)
+                try:
+                    ready = ours.recv(16)
+                except BlockingIOError:
+                    continue
+                if ready == b"R":
+                    return
+                break
+        await self.aclose()
+        raise TemplateStartError("the template process did not become ready")
+
+    async def fork(self, fds: list[int]) -> None:
+        """Ask for one child wired to ``fds`` (ctl_in, ctl_out, log_w, status_w)."""
+        sock = self._sock
+        if sock is None:
+            raise BrokenPipeError("the template process is closed")
+        payload = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+        async with self._send_lock:
+            while True:
+                try:
+                    sock.sendmsg([b"F"], payload)
+                    return
+                except BlockingIOError:
+                    await anyio.wait_writable(sock)
+
+    async def aclose(self) -> None:
+        """Close the socket (the template kills its children and exits) and reap it."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                anyio.notify_closing(sock)
+            except Exception:  # noqa: S110 - nobody waits on it
+                pass
+            sock.close()
+        proc = self._proc
+        if proc is None:
+            return
+        with anyio.move_on_after(5.0):
+            while proc.poll() is None:
+                await anyio.sleep(0.005)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

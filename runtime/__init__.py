@@ -1,0 +1,62 @@
+"""The code-runtime contract of dsh-code.
+
+Imports are lazy (PEP 562): the child imports ``runtime._child`` without paying for
+the rest, and ``import runtime`` alone loads nothing heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime._contract import (
+        FAILURE_KINDS,
+        AbortSignalLike,
+        Binding,
+        CodeRuntime,
+        FailureKind,
+        Limits,
+        RunError,
+        RunRequest,
+        RunResult,
+        RunStats,
+    )
+    from runtime._errors import RuntimeClosedError, RuntimeUsageError, ToolCallError
+    from runtime._json import json_problem
+
+__all__ = (
+    "FAILURE_KINDS",
+    "AbortSignalLike",
+    "Binding",
+    "CodeRuntime",
+    "FailureKind",
+    "Limits",
+    "RunError",
+    "RunRequest",
+    "RunResult",
+    "RunStats",
+    "RuntimeClosedError",
+    "RuntimeUsageError",
+    "ToolCallError",
+    "json_problem",
+)
+
+_WHERE = {
+    "RuntimeClosedError": "runtime._errors",
+    "RuntimeUsageError": "runtime._errors",
+    "ToolCallError": "runtime._errors",
+    "json_problem": "runtime._json",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE.get(name, "runtime._contract")), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,405 @@
+"""What runs inside the child: set-up after fork, the binding bridge, the program, the report.
+
+Everything here runs in a process the program controls; it trusts nothing from it and
+reports through ``ctl_out`` in frames, then leaves with ``os._exit`` (no atexit, no
+thread joins: the run settles as soon as the result is known).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import ctypes
+import io
+import linecache
+import marshal
+import os
+import resource
+import signal
+import sys
+import traceback
+from typing import Any
+
+import msgspec
+
+from runtime._errors import ToolCallError
+from runtime._json import json_problem
+from runtime._program import ABSENT_NAME, LAST_NAME, entry_point
+from runtime._wire import (
+    HEADER,
+    Call,
+    Done,
+    Failed,
+    FrameBuffer,
+    Reply,
+    ReplyError,
+    Start,
+    encode_frame,
+)
+
+__all__ = ("child_main",)
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+_MAX_REPLY_FRAME = 1 << 31
+#: A failure report never grows past this; longer messages are cut (the cap is on the message).
+_MAX_MESSAGE = 64 * 1024
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_host_decoder = msgspec.json.Decoder(Start | Reply | ReplyError)
+_raw_encoder = msgspec.json.Encoder()
+
+
+class _Absent:
+    """The program completed without a result."""
+
+
+_ABSENT = _Absent()
+
+
+def _last(value: Any) -> Any:
+    return _ABSENT if value is None else value
+
+
+class _CountingFile(io.RawIOBase):
+    """Raw fd writer that counts bytes: the child's own view of its output budget."""
+
+    written = 0  # class-wide: stdout and stderr share one budget
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        total = len(view)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        _CountingFile.written += total
+        return total
+
+
+class _Namespace:
+    """A namespace object for dotted bindings (``tools.read_file``)."""
+
+    def __init__(self, name: str) -> None:
+        self.__dict__["_dsh_name"] = name
+
+    def __repr__(self) -> str:
+        names = sorted(k for k in self.__dict__ if not k.startswith("_dsh"))
+        return f"<bindings {self.__dict__['_dsh_name']}: {', '.join(names)}>"
+
+
+class _Bridge:
+    """The child's end of the binding bridge: sends Call frames, resolves futures on replies."""
+
+    def __init__(self, ctl_in: int, ctl_out: int) -> None:
+        self._in = ctl_in
+        self._out = ctl_out
+        self._next_id = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._frames = FrameBuffer(_MAX_REPLY_FRAME)
+
+    def send(self, message: msgspec.Struct) -> None:
+        _write_all(self._out, encode_frame(message))
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        os.set_blocking(self._in, False)
+        loop.add_reader(self._in, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._in, 1 << 20)
+        except BlockingIOError:
+            return
+        if not data:  # the host went away: nothing can answer us any more
+            _exit_now(0)
+        for body in self._frames.feed(data):
+            message = _host_decoder.decode(body)
+            future = self._pending.pop(getattr(message, "id", -1), None)
+            if future is None or future.done():
+                continue
+            if isinstance(message, Reply):
+                future.set_result(message.value)
+            elif isinstance(message, ReplyError):
+                future.set_exception(ToolCallError(message.tool, message.message, message.code))
+
+    async def call(self, name: str, args: Any) -> Any:
+        problem = json_problem(args)
+        if problem is not None:
+            _fail(
+                "invalid_completion",
+                f"the arguments of binding {name} are not lossless JSON: {problem}",
+            )
+        self._next_id += 1
+        call_id = self._next_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[call_id] = future
+        self.send(Call(id=call_id, name=name, args=args))
+        return await future
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+_bridge: _Bridge | None = None
+_max_output = 0
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: S110 - the program may have broken its streams; we leave anyway
+            pass
+    os._exit(code)
+
+
+def _fail(
+    kind: str,
+    message: str,
+    *,
+    exception_type: str | None = None,
+    tb: str | None = None,
+    lineno: int | None = None,
+) -> None:
+    """Report a failure to the host and leave at once."""
+    remaining = max(_max_output - _CountingFile.written, 0)
+    if len(message) > _MAX_MESSAGE or len(message) + len(tb or "") > remaining:
+        if kind == "exception" and len(message) + len(tb or "") > remaining:
+            kind = "output_limit"
+            message = (
+                f"the program raised {exception_type}, and its diagnostic "
+                f"({len(message)} characters) would pass max_output_bytes ({_max_output})"
+            )
+            tb = None
+        else:
+            message = message[: _MAX_MESSAGE - 20] + "… [truncated]"
+            tb = tb[-_MAX_MESSAGE:] if tb else tb
+    assert _bridge is not None
+    _bridge.send(
+        Failed(kind=kind, message=message, exception_type=exception_type, traceback=tb, lineno=lineno)
+    )
+    _exit_now(0)
+
+
+def _is_ours(filename: str) -> bool:
+    return os.path.dirname(os.path.abspath(filename)) == _RUNTIME_DIR or filename.startswith(
+        os.path.join(os.path.dirname(asyncio.__file__), "")
+    )
+
+
+def _strip_frames(te: traceback.TracebackException) -> None:
+    seen: set[int] = set()
+    todo = [te]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        frames = [f for f in item.stack if not _is_ours(f.filename)]
+        item.stack = traceback.StackSummary.from_list(frames)
+        todo.extend(x for x in (item.__cause__, item.__context__) if x is not None)
+        todo.extend(getattr(item, "exceptions", None) or [])
+
+
+def _report_exception(exc: BaseException) -> None:
+    if isinstance(exc, MemoryError):
+        _fail("memory", "MemoryError: the program passed the heap cap (max_heap_mb)")
+    te = traceback.TracebackException.from_exception(exc, limit=-50, compact=True)
+    _strip_frames(te)
+    text = "".join(te.format())
+    lineno = next(
+        (f.lineno for f in reversed(te.stack) if f.filename == "<program>"), None
+    )
+    _fail(
+        "exception",
+        text.rstrip("\n"),
+        exception_type=type(exc).__qualname__,
+        tb=text.rstrip("\n"),
+        lineno=lineno,
+    )
+
+
+def _install_bindings(namespace: dict[str, Any], names: list[str], bridge: _Bridge) -> None:
+    for name in names:
+        *path, leaf = name.split(".")
+        target: Any = namespace
+        prefix = ""
+        for part in path:
+            prefix = f"{prefix}.{part}" if prefix else part
+            holder = target if isinstance(target, dict) else target.__dict__
+            existing = holder.get(part)
+            if not isinstance(existing, _Namespace):
+                existing = _Namespace(prefix)
+                holder[part] = existing
+            target = existing
+        holder = target if isinstance(target, dict) else target.__dict__
+        holder[leaf] = _make_binding(name, bridge)
+
+
+def _make_binding(name: str, bridge: _Bridge) -> Any:
+    async def binding(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            if len(args) == 1 and not kwargs and type(args[0]) is dict:
+                return await bridge.call(name, args[0])
+            raise TypeError(f"{name}() takes keyword arguments (or one dict of them)")
+        return await bridge.call(name, kwargs)
+
+    binding.__name__ = binding.__qualname__ = name.rsplit(".", 1)[-1]
+    return binding
+
+
+def _set_limits(start: Start) -> None:
+    data_now = 0
+    try:
+        with open("/proc/self/statm") as f:
+            fields = f.read().split()
+        data_now = int(fields[5]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        pass
+    heap = data_now + start.heap_bytes
+    resource.setrlimit(resource.RLIMIT_DATA, (heap, heap))
+    resource.setrlimit(resource.RLIMIT_CPU, (start.cpu_seconds, start.cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (start.file_bytes, start.file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (start.open_files, start.open_files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _read_start(fd: int) -> Start:
+    frames = FrameBuffer(_MAX_REPLY_FRAME)
+    while True:
+        data = os.read(fd, 1 << 20)
+        if not data:
+            os._exit(0)
+        bodies = frames.feed(data)
+        if bodies:
+            message = _host_decoder.decode(bodies[0])
+            if not isinstance(message, Start):
+                os._exit(3)
+            return message
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, max(top, low))
+
+
+def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
+    """Session, death signal, no_new_privs, subreaper, fds 0/1/2, nothing else inherited."""
+    os.setsid()
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the template died between fork and prctl
+        os._exit(1)
+    _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log_w, 1)
+    os.dup2(log_w, 2)
+    _close_fds_except({0, 1, 2, ctl_in, ctl_out})
+    os.set_inheritable(ctl_in, False)
+    os.set_inheritable(ctl_out, False)
+
+
+def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
+    """Run one program in this freshly forked process; never returns."""
+    global _bridge, _max_output
+    try:
+        _contain(ctl_in, ctl_out, log_w, parent)
+        start = _read_start(ctl_in)
+        os.chdir(start.workdir)
+        _max_output = start.max_output_bytes
+        _bridge = bridge = _Bridge(ctl_in, ctl_out)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(
+            _CountingFile(1), encoding="utf-8", errors="backslashreplace", write_through=True
+        )
+        sys.stderr = io.TextIOWrapper(
+            _CountingFile(2), encoding="utf-8", errors="backslashreplace", write_through=True
+        )
+        sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
+        sys.argv = ["<program>"]
+        namespace = _program_namespace(start, bridge)
+        func = entry_point(marshal.loads(start.code), namespace)
+        linecache.cache["<program>"] = (
+            len(start.source),
+            None,
+            start.source.splitlines(keepends=True),
+            "<program>",
+        )
+        _set_limits(start)
+    except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
+        os.write(2, f"dsh-code child set-up failed: {exc!r}\n".encode())
+        os._exit(70)
+    _run(func, bridge)
+
+
+def _program_namespace(start: Start, bridge: _Bridge) -> dict[str, Any]:
+    namespace: dict[str, Any] = {
+        "__name__": "__main__",
+        "__builtins__": builtins,
+        LAST_NAME: _last,
+        ABSENT_NAME: _ABSENT,
+        "ToolCallError": ToolCallError,
+    }
+    if start.policy == "restricted":
+        from runtime._restricted import restricted_globals
+
+        namespace.update(restricted_globals())
+    namespace.update(start.inputs)
+    _install_bindings(namespace, start.bindings, bridge)
+    return namespace
+
+
+def _run(func: Any, bridge: _Bridge) -> None:
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    bridge.start(loop)
+    try:
+        value = loop.run_until_complete(func())
+    except BaseException as exc:
+        _report_exception(exc)
+        return
+    if value is _ABSENT:
+        bridge.send(Done(has_value=False, value=msgspec.Raw(b"null")))
+        _exit_now(0)
+    problem = json_problem(value)
+    if problem is not None:
+        _fail("invalid_completion", f"the result is not lossless JSON: {problem}")
+    try:
+        raw = _raw_encoder.encode(value)
+    except (MemoryError, RecursionError, TypeError, OverflowError) as exc:
+        _fail("invalid_completion", f"the result cannot be encoded as JSON: {exc}")
+        return
+    if _CountingFile.written + len(raw) > _max_output:
+        _fail(
+            "output_limit",
+            f"the result ({len(raw)} bytes of JSON) after {_CountingFile.written} bytes of logs "
+            f"would pass max_output_bytes ({_max_output})",
+        )
+    bridge.send(Done(has_value=True, value=msgspec.Raw(raw)))
+    _exit_now(0)
+
+
+assert HEADER.size == 4

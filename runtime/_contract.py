@@ -1,0 +1,165 @@
+"""The code-runtime contract: requests, limits, results, failure kinds, and the protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+__all__ = (
+    "FAILURE_KINDS",
+    "AbortSignalLike",
+    "Binding",
+    "CodeRuntime",
+    "FailureKind",
+    "Limits",
+    "RunError",
+    "RunRequest",
+    "RunResult",
+    "RunStats",
+)
+
+FailureKind = Literal[
+    "parse",
+    "exception",
+    "invalid_completion",
+    "output_limit",
+    "budget",
+    "memory",
+    "aborted",
+    "died",
+]
+FAILURE_KINDS: tuple[str, ...] = FailureKind.__args__  # type: ignore[attr-defined]
+
+#: A binding: an async host callable taking the JSON arguments and returning a JSON value.
+Binding = Callable[[Any], Awaitable[Any]]
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """Per-run limits; every one has the seed's default."""
+
+    compute_ms: int = 60_000
+    """Busy CPU time of the child and every process it started (waiting is free)."""
+    max_wall_ms: int = 600_000
+    """Wall-clock time from start to settle, never paused."""
+    max_output_bytes: int = 64 * 1024 * 1024
+    """Bytes of log text plus the result's JSON encoding."""
+    max_heap_mb: int = 512
+    """Heap the program may grow by (private writable memory, RLIMIT_DATA)."""
+    max_parallel_sub_calls: int = 10
+    """Binding calls executing at once; 1 makes them serial."""
+
+    def __post_init__(self) -> None:
+        for field in self.__struct_fields__:
+            value = getattr(self, field)
+            if type(value) is not int or value <= 0:
+                raise ValueError(f"Limits.{field} must be a positive int, got {value!r}")
+
+
+@runtime_checkable
+class AbortSignalLike(Protocol):
+    """What ``RunRequest.abort`` accepts: anyio/asyncio/trio events and ``host.tools.AbortSignal``."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> Any: ...
+
+
+class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One program to run, with its bindings, inputs, limits and observers."""
+
+    program: str
+    bindings: Mapping[str, Binding] = msgspec.field(default_factory=dict)
+    """Name -> async callable; ``tools.add`` becomes attribute ``add`` of global ``tools``."""
+    inputs: Mapping[str, Any] = msgspec.field(default_factory=dict)
+    """JSON values made globals of the program."""
+    limits: Limits = msgspec.field(default_factory=Limits)
+    policy: Literal["python", "restricted"] = "python"
+    on_log: Callable[[str], None] | None = None
+    """Called with each log line as the child writes it (without the newline)."""
+    abort: AbortSignalLike | None = None
+    """When set, the run settles with kind ``aborted``."""
+
+
+class RunError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why a run failed: ``kind`` (see ``FAILURE_KINDS``), a model-readable message, and facts."""
+
+    kind: FailureKind
+    message: str
+    budget: Literal["compute", "wall"] | None = None
+    """Which budget ran out (kind ``budget``)."""
+    exit_status: int | None = None
+    """The child's exit code, or minus the signal number that killed it (kind ``died``)."""
+    exception_type: str | None = None
+    """The exception's class name (kind ``exception``)."""
+    traceback: str | None = None
+    """The traceback in program line numbers, without frames of ours (kind ``exception``)."""
+    lineno: int | None = None
+    """The program line the failure points at, when known."""
+
+
+class RunStats(msgspec.Struct, frozen=True, kw_only=True):
+    """Facts about how a run went, successful or not."""
+
+    isolation: str
+    compute_ms: float
+    wall_ms: float
+    calls: int
+    dropped_frames: int
+
+
+class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a run resolves with: ``value`` (absent unless set), ``logs`` in order, ``error`` if failed."""
+
+    logs: list[str]
+    value: Any = msgspec.UNSET
+    error: RunError | None = None
+    stats: RunStats | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the program completed."""
+        return self.error is None
+
+    @property
+    def has_value(self) -> bool:
+        """True when the program produced a result (``None`` counts: it is JSON null)."""
+        return self.value is not msgspec.UNSET
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON shape ``{"value"?, "logs", "error"?}`` (stats left out)."""
+        out: dict[str, Any] = {}
+        if self.has_value:
+            out["value"] = self.value
+        out["logs"] = list(self.logs)
+        if self.error is not None:
+            out["error"] = msgspec.to_builtins(self.error)
+        return out
+
+
+@runtime_checkable
+class CodeRuntime(Protocol):
+    """Runs programs; ``run`` resolves with a ``RunResult`` whatever the program did."""
+
+    @property
+    def language(self) -> str:
+        """The source language ``run`` expects ("python")."""
+        ...
+
+    @property
+    def isolation(self) -> str:
+        """A label for the execution substrate ("process", "namespaces")."""
+        ...
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """Run one program; raises only when the caller breaks the contract."""
+        ...
+
+    async def aclose(self) -> None:
+        """Abort in-flight runs, wait until every child has exited; later runs raise."""
+        ...
+
+    async def __aenter__(self) -> CodeRuntime: ...
+
+    async def __aexit__(self, *exc_info: object) -> None: ...

@@ -1,0 +1,39 @@
+"""Exceptions of the code runtime.
+
+The tree::
+
+    Exception
+    ├── ToolCallError       raised *inside a program* when a binding call fails
+    └── RuntimeUsageError   raised to the *caller* who broke the runtime's contract
+        └── RuntimeClosedError   run() after aclose()
+
+A run never raises for what the program did: those outcomes are ``RunResult.error``.
+"""
+
+from __future__ import annotations
+
+__all__ = ("RuntimeClosedError", "RuntimeUsageError", "ToolCallError")
+
+
+class ToolCallError(Exception):
+    """Raised in a program when a binding call is rejected or fails; the program may catch it."""
+
+    def __init__(self, tool: str, message: str, code: str = "TOOL_ERROR") -> None:
+        super().__init__(tool, message, code)
+        self.tool = tool
+        self.message = message
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.tool}: {self.message} ({self.code})"
+
+    def __reduce__(self) -> tuple[type[ToolCallError], tuple[str, str, str]]:
+        return (type(self), (self.tool, self.message, self.code))
+
+
+class RuntimeUsageError(Exception):
+    """Raised when the caller breaks the runtime's contract (bad request, closed runtime)."""
+
+
+class RuntimeClosedError(RuntimeUsageError):
+    """Raised by ``run()`` after ``aclose()``: the runtime is no longer usable."""

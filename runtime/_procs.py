@@ -1,0 +1,79 @@
+"""Process-tree facts from /proc: descendants, busy CPU time, and killing a whole run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+__all__ = ("children", "descendants", "kill_tree", "tree_cpu_ns")
+
+_CPUCLOCK_SCHED = 2
+_NS_PER_TICK = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (every thread's), or [] if it is gone."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process below it, parents before children."""
+    order: list[int] = []
+    todo, seen = [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        order.append(pid)
+        todo.extend(children(pid))
+    return order
+
+
+def _process_cpu_ns(pid: int) -> int:
+    # The process CPU clock (all threads, nanoseconds) of another process: one syscall.
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_SCHED)
+    except OSError:
+        return 0
+
+
+def _reaped_children_ns(pid: int) -> int:
+    # cutime + cstime: CPU of descendants that ``pid`` has already waited for (clock ticks).
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[13]) + int(fields[14])) * _NS_PER_TICK
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_cpu_ns(root: int) -> int:
+    """Busy CPU time of ``root`` and every process it started, live or already reaped."""
+    return sum(_process_cpu_ns(p) + _reaped_children_ns(p) for p in descendants(root))
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL ``root``'s process group and every descendant; gone processes are ignored."""
+    pids = descendants(root)
+    try:
+        os.killpg(root, signal.SIGKILL)
+    except OSError:
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass

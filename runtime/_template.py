@@ -1,0 +1,154 @@
+"""The template process: imports what a child needs once, then forks one child per run.
+
+It never runs a program. The host talks to it over a SOCK_SEQPACKET socket: each
+request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w, status_w). The template
+forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it has
+reaped the child and killed whatever the run left behind. EOF on the socket means the
+host is gone: every child is killed and the template exits.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+from runtime._child import child_main  # imported here, once, so every fork starts warm
+from runtime._procs import children, kill_tree
+
+__all__ = ("main",)
+
+_PR_SET_CHILD_SUBREAPER = 36
+_INT = struct.Struct("!i")
+_FDS_PER_RUN = 4
+
+
+class _Template:
+    """The fork server's state: live runs by pid, their status fds."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.runs: dict[int, int] = {}  # pid -> status_w fd
+
+    def fork(self, fds: list[int]) -> None:
+        ctl_in, ctl_out, log_w, status_w = fds
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.sock.close()
+                child_main(ctl_in, ctl_out, log_w, os.getppid())
+            finally:
+                os._exit(71)
+        for fd in (ctl_in, ctl_out, log_w):
+            os.close(fd)
+        self.runs[pid] = status_w
+        try:
+            os.write(status_w, b"P" + _INT.pack(pid))
+        except OSError:  # the host gave up on this run already
+            pass
+
+    def reap(self) -> None:
+        """Collect exited children; for a run, sweep strays first, then report its status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            status_w = self.runs.pop(pid, None)
+            if status_w is None:
+                continue  # a stray we killed, or one that died on its own
+            self.sweep()
+            try:
+                os.write(status_w, b"X" + _INT.pack(os.waitstatus_to_exitcode(status)))
+            except OSError:
+                pass
+            os.close(status_w)
+
+    def sweep(self) -> None:
+        """Kill every child of ours that is not a live run: leftovers of settled runs."""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            strays = [p for p in children(os.getpid()) if p not in self.runs]
+            if not strays:
+                return
+            for pid in strays:
+                kill_tree(pid)
+            for pid in strays:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+
+    def shutdown(self) -> None:
+        for pid in list(self.runs):
+            kill_tree(pid)
+        for pid in children(os.getpid()):
+            kill_tree(pid)
+        end = time.monotonic() + 2.0
+        while self.runs and time.monotonic() < end:
+            self.reap()
+            time.sleep(0.001)
+        os._exit(0)
+
+
+def main(sock_fd: int) -> None:
+    """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF."""
+    libc = ctypes.CDLL(None)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    sock = socket.socket(fileno=sock_fd)
+    template = _Template(sock)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # the host ends us by closing the socket
+    sock.sendall(b"R")
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    while True:
+        try:
+            events = poller.poll()
+        except InterruptedError:
+            continue
+        for fd, _ in events:
+            if fd == wake_r:
+                try:
+                    while os.read(wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+                template.reap()
+                continue
+            fds = array.array("i")
+            try:
+                msg, ancdata, _flags, _addr = sock.recvmsg(
+                    16, socket.CMSG_SPACE(_FDS_PER_RUN * fds.itemsize)
+                )
+            except InterruptedError:
+                continue
+            except OSError:
+                template.shutdown()
+            for level, kind, data in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+            if not msg:
+                template.shutdown()
+            if msg == b"F" and len(fds) == _FDS_PER_RUN:
+                template.fork(list(fds))
+            else:
+                for fd in fds:
+                    os.close(fd)
+        template.reap()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

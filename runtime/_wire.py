@@ -1,0 +1,133 @@
+"""The wire between host and child: tagged msgspec Structs in 4-byte length-prefixed JSON frames."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import msgspec
+
+__all__ = (
+    "HEADER",
+    "Call",
+    "ChildMessage",
+    "Done",
+    "Failed",
+    "FrameBuffer",
+    "HostMessage",
+    "Reply",
+    "ReplyError",
+    "Start",
+    "encode_frame",
+)
+
+HEADER = struct.Struct("!I")
+
+
+class Start(msgspec.Struct, tag=True, frozen=True):
+    """Host -> child: the program and everything the child needs to run it."""
+
+    code: bytes  # marshal of the compiled program (host and child run the same interpreter)
+    source: str  # for tracebacks (linecache)
+    policy: str
+    inputs: dict[str, Any]
+    bindings: list[str]
+    workdir: str
+    max_output_bytes: int
+    heap_bytes: int
+    cpu_seconds: int
+    file_bytes: int
+    open_files: int
+
+
+class Reply(msgspec.Struct, tag=True, frozen=True):
+    """Host -> child: a binding call succeeded with ``value``."""
+
+    id: int
+    value: Any
+
+
+class ReplyError(msgspec.Struct, tag=True, frozen=True):
+    """Host -> child: a binding call failed; the program sees ``ToolCallError``."""
+
+    id: int
+    tool: str
+    message: str
+    code: str
+
+
+class Call(msgspec.Struct, tag=True, frozen=True):
+    """Child -> host: call binding ``name`` with JSON ``args``."""
+
+    id: int
+    name: str
+    args: Any
+
+
+class Done(msgspec.Struct, tag=True, frozen=True):
+    """Child -> host: the program completed; ``value`` is its raw JSON result when ``has_value``."""
+
+    has_value: bool
+    value: msgspec.Raw
+
+
+class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):
+    """Child -> host: the program failed (exception, invalid_completion, output_limit, memory)."""
+
+    kind: str
+    message: str
+    exception_type: str | None = None
+    traceback: str | None = None
+    lineno: int | None = None
+
+
+HostMessage = Start | Reply | ReplyError
+ChildMessage = Call | Done | Failed
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_frame(message: msgspec.Struct) -> bytes:
+    """One frame: the 4-byte big-endian length, then the JSON body."""
+    body = _encoder.encode(message)
+    return HEADER.pack(len(body)) + body
+
+
+class FrameBuffer:
+    """Reassembles frames from a byte stream; frames over ``max_frame`` are skipped, not buffered."""
+
+    def __init__(self, max_frame: int) -> None:
+        self._buf = bytearray()
+        self._skip = 0
+        self.max_frame = max_frame
+        self.oversized = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add bytes; return the complete frame bodies now available, in order."""
+        if self._skip:
+            taken = min(self._skip, len(data))
+            self._skip -= taken
+            data = data[taken:]
+        self._buf += data
+        bodies: list[bytes] = []
+        while len(self._buf) >= HEADER.size:
+            (size,) = HEADER.unpack_from(self._buf)
+            if size > self.max_frame:
+                self.oversized += 1
+                available = len(self._buf) - HEADER.size
+                taken = min(size, available)
+                del self._buf[: HEADER.size + taken]
+                self._skip = size - taken
+                if self._skip:
+                    break
+                continue
+            if len(self._buf) < HEADER.size + size:
+                break
+            bodies.append(bytes(self._buf[HEADER.size : HEADER.size + size]))
+            del self._buf[: HEADER.size + size]
+        return bodies
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held back (nonzero at EOF means a truncated frame)."""
+        return len(self._buf)
