@@ -161,7 +161,7 @@ def _exit_now(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:  # noqa: S110 - the program may have broken its streams; we leave anyway
+        except BaseException:
             pass
     os._exit(code)
 
@@ -189,7 +189,9 @@ def _fail(
             tb = tb[-_MAX_MESSAGE:] if tb else tb
     assert _bridge is not None
     _bridge.send(
-        Failed(kind=kind, message=message, exception_type=exception_type, traceback=tb, lineno=lineno)
+        Failed(
+            kind=kind, message=message, exception_type=exception_type, traceback=tb, lineno=lineno
+        )
     )
     _exit_now(0)
 
@@ -220,9 +222,7 @@ def _report_exception(exc: BaseException) -> None:
     te = traceback.TracebackException.from_exception(exc, limit=-50, compact=True)
     _strip_frames(te)
     text = "".join(te.format())
-    lineno = next(
-        (f.lineno for f in reversed(te.stack) if f.filename == "<program>"), None
-    )
+    lineno = next((f.lineno for f in reversed(te.stack) if f.filename == "<program>"), None)
     _fail(
         "exception",
         text.rstrip("\n"),
@@ -292,13 +292,14 @@ def _read_start(fd: int) -> Start:
 
 
 def _close_fds_except(keep: set[int]) -> None:
-    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    low = 0
-    for fd in sorted(keep):
-        if fd > low:
-            os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, max(top, low))
+    # Listing our fds beats closerange() over the whole RLIMIT_NOFILE range (20k syscalls).
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
@@ -338,7 +339,9 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
         sys.stderr = io.TextIOWrapper(
             _CountingFile(2), encoding="utf-8", errors="backslashreplace", write_through=True
         )
-        sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
+        # the originals point at fds we closed; print(file=sys.__stderr__) must still log
+        setattr(sys, "__stdout__", sys.stdout)  # noqa: B010 - the attribute is Final to mypy
+        setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
         sys.argv = ["<program>"]
         namespace = _program_namespace(start, bridge)
         func = entry_point(marshal.loads(start.code), namespace)

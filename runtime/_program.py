@@ -62,7 +62,13 @@ def _wrap(tree: ast.Module) -> ast.Module:
     func = ast.AsyncFunctionDef(
         name=ENTRY_NAME,
         args=ast.arguments(
-            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+            posonlyargs=[],
+            args=[],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
         ),
         body=body,
         decorator_list=[],
@@ -90,7 +96,7 @@ class _TopLevelYield(ast.NodeVisitor):
             node.lineno,
         )
 
-    visit_YieldFrom = visit_Yield  # type: ignore[assignment]
+    visit_YieldFrom = visit_Yield
 
 
 def _check_top_level(tree: ast.Module) -> None:

@@ -7,10 +7,11 @@ import asyncio
 import builtins
 import operator
 import string
+import sys
 import types
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from RestrictedPython.transformer import (
     INSPECT_ATTRIBUTES,
@@ -18,14 +19,21 @@ from RestrictedPython.transformer import (
     copy_locations,
 )
 
-__all__ = ("ALLOWED_MODULES", "PROGRAM_MODULE", "PolicyViolation", "restrict", "restricted_globals")
+__all__ = (
+    "ALLOWED_MODULES",
+    "PROGRAM_MODULE",
+    "AccessDenied",
+    "PolicyViolation",
+    "restrict",
+    "restricted_globals",
+)
 
-#: ``__name__`` of a restricted program; classes and functions it defines carry it as ``__module__``.
+#: ``__name__`` of a restricted program: what its classes and functions get as ``__module__``.
 PROGRAM_MODULE = "__program__"
 
 
 class PolicyViolation(Exception):
-    """The program breaks the restricted policy; .messages lists model-actionable reasons with line numbers."""
+    """The program breaks the policy; ``.messages``: model-actionable reasons, with line numbers."""
 
     messages: tuple[str, ...]
 
@@ -36,67 +44,76 @@ class PolicyViolation(Exception):
 
 
 # -- what a program may import, and which attributes of each module it may read ----------------
-# A value is (exhaustive, names): an allow-list when exhaustive, else every public name but these.
+# "*" means every public name, "-x" then takes x out; otherwise the words are the allow-list.
 # Whatever the list says, a module attribute whose value is a module outside this table, a frame,
 # a code object, a traceback or an event loop is refused (see _check_value): that is what stops
 # walks such as ``datetime.sys`` or ``fractions.os``.
-_ALL_BUT: frozenset[str] = frozenset()
-ALLOWED_MODULES: dict[str, tuple[bool, frozenset[str]]] = {
-    "asyncio": (True, frozenset(
-        "ALL_COMPLETED FIRST_COMPLETED FIRST_EXCEPTION Barrier BoundedSemaphore CancelledError "
-        "Condition Event Future InvalidStateError LifoQueue Lock PriorityQueue Queue QueueEmpty "
-        "QueueFull Semaphore Task TaskGroup Timeout TimeoutError as_completed create_task "
-        "ensure_future gather iscoroutine iscoroutinefunction shield sleep timeout timeout_at "
-        "wait wait_for".split())),
-    "base64": (False, _ALL_BUT),
-    "bisect": (False, _ALL_BUT),
-    "collections": (False, _ALL_BUT),
-    "collections.abc": (False, _ALL_BUT),
-    "contextlib": (True, frozenset(
-        "AsyncExitStack ExitStack aclosing asynccontextmanager closing contextmanager "
-        "nullcontext suppress".split())),
-    "copy": (False, _ALL_BUT),
-    "dataclasses": (True, frozenset(
-        "FrozenInstanceError InitVar KW_ONLY MISSING asdict astuple dataclass field fields "
-        "is_dataclass replace".split())),
-    "datetime": (False, _ALL_BUT),
-    "decimal": (False, _ALL_BUT),
-    "enum": (True, frozenset("Enum Flag IntEnum IntFlag StrEnum auto unique".split())),
-    "fractions": (False, _ALL_BUT),
-    # singledispatch evaluates string annotations with eval(): unrestricted code.
-    "functools": (True, frozenset(
-        "cache cached_property cmp_to_key lru_cache partial reduce total_ordering update_wrapper "
-        "wraps".split())),
-    "hashlib": (True, frozenset(
-        "blake2b blake2s md5 new sha1 sha224 sha256 sha384 sha3_256 sha3_512 sha512".split())),
-    "heapq": (False, _ALL_BUT),
-    "itertools": (False, _ALL_BUT),
-    "json": (True, frozenset("JSONDecodeError dumps loads".split())),
-    "math": (False, _ALL_BUT),
+_MODULE_SPECS: dict[str, str] = {
+    "asyncio": "ALL_COMPLETED FIRST_COMPLETED FIRST_EXCEPTION Barrier BoundedSemaphore "
+    "CancelledError Condition Event Future InvalidStateError LifoQueue Lock PriorityQueue Queue "
+    "QueueEmpty QueueFull Semaphore Task TaskGroup Timeout TimeoutError as_completed create_task "
+    "ensure_future gather iscoroutine iscoroutinefunction shield sleep timeout timeout_at wait "
+    "wait_for",
+    "base64": "*",
+    "bisect": "*",
+    "collections": "*",
+    "collections.abc": "*",
+    "contextlib": "AsyncExitStack ExitStack aclosing asynccontextmanager closing contextmanager "
+    "nullcontext suppress",
+    "copy": "*",
+    "dataclasses": "FrozenInstanceError InitVar KW_ONLY MISSING asdict astuple dataclass field "
+    "fields is_dataclass replace",
+    "datetime": "*",
+    "decimal": "*",
+    "enum": "Enum Flag IntEnum IntFlag StrEnum auto unique",
+    "fractions": "*",
+    # singledispatch evaluates string annotations with eval(): unrestricted code; wraps and
+    # update_wrapper write __dict__ and __module__ of any object, past the write guard.
+    "functools": "cache cached_property cmp_to_key lru_cache partial reduce total_ordering",
+    "hashlib": "blake2b blake2s md5 new sha1 sha224 sha256 sha384 sha3_256 sha3_512 sha512",
+    "heapq": "*",
+    "itertools": "*",
+    "json": "JSONDecodeError dumps loads",
+    "math": "*",
     # attrgetter and methodcaller read attributes without _getattr_.
-    "operator": (False, frozenset({"attrgetter", "methodcaller"})),
-    "pprint": (True, frozenset("pformat pprint".split())),
-    "random": (False, _ALL_BUT),
-    "re": (False, _ALL_BUT),
-    "statistics": (False, _ALL_BUT),
+    "operator": "* -attrgetter -methodcaller",
+    "pprint": "pformat pprint",
+    "random": "*",
+    "re": "*",
+    "statistics": "*",
     # Formatter walks attributes named in a format string ("{0.__class__}").
-    "string": (False, frozenset({"Formatter"})),
-    "textwrap": (False, _ALL_BUT),
-    "time": (True, frozenset("gmtime localtime monotonic perf_counter sleep strftime time".split())),
+    "string": "* -Formatter",
+    "textwrap": "*",
+    "time": "gmtime localtime monotonic perf_counter sleep strftime time",
     # get_type_hints and ForwardRef evaluate strings with eval(): unrestricted code.
-    "typing": (True, frozenset(
-        "Any AsyncIterator Awaitable Callable ClassVar Coroutine Dict Final FrozenSet Generic "
-        "Iterable Iterator List Literal Mapping NamedTuple NotRequired Optional Protocol "
-        "Required Sequence Set Tuple TypeVar TypedDict Union cast".split())),
-    "urllib": (True, frozenset({"parse"})),
-    "urllib.parse": (False, _ALL_BUT),
+    "typing": "Any AsyncIterator Awaitable Callable ClassVar Coroutine Dict Final FrozenSet "
+    "Generic Iterable Iterator List Literal Mapping NamedTuple NotRequired Optional Protocol "
+    "Required Sequence Set Tuple TypeVar TypedDict Union cast",
+    "urllib": "parse",
+    "urllib.parse": "*",
     # uuid1 and getnode may run a subprocess to find a MAC address.
-    "uuid": (True, frozenset(
-        "NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 UUID uuid3 uuid4 uuid5".split())),
+    "uuid": "NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 UUID uuid3 uuid4 uuid5",
+}
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _parse_spec(spec: str) -> tuple[bool, frozenset[str]]:
+    words = spec.split()
+    if words[:1] == ["*"]:
+        return False, frozenset(word.removeprefix("-") for word in words[1:])
+    return True, frozenset(words)
+
+
+#: module -> (exhaustive, names): the allow-list when exhaustive, else the public names left out.
+ALLOWED_MODULES: dict[str, tuple[bool, frozenset[str]]] = {
+    module: _parse_spec(spec) for module, spec in _MODULE_SPECS.items()
 }
 
 # Attributes refused on every object, on top of RestrictedPython's frame/code/traceback names:
-# they hand out the event loop (subprocess_exec, sockets) or the runtime's own coroutines and frames.
+# they hand out the event loop (subprocess_exec, sockets) or the runtime's coroutines and frames.
 _DENIED_ATTRIBUTES = INSPECT_ATTRIBUTES | {"get_loop", "get_coro", "get_stack", "print_stack"}
 _FORMAT_METHODS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
 _HIDDEN_TYPES = (
@@ -109,11 +126,11 @@ _HIDDEN_TYPES = (
 
 # Data-model methods a program's classes may define (RestrictedPython allows only __init__ and
 # comparisons); `super().<name>` may reach the same names.
-_MAGIC_METHODS = frozenset(
+_MAGIC_METHODS = _names(
     "__init__ __post_init__ __repr__ __str__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __hash__ "
     "__bool__ __len__ __contains__ __iter__ __next__ __aiter__ __anext__ __getitem__ __setitem__ "
     "__delitem__ __enter__ __exit__ __aenter__ __aexit__ __call__ __add__ __sub__ __mul__ "
-    "__truediv__ __floordiv__ __mod__ __neg__ __abs__ __radd__ __rsub__ __rmul__".split()
+    "__truediv__ __floordiv__ __mod__ __neg__ __abs__ __radd__ __rsub__ __rmul__"
 )
 
 # Builtins a program does not get, with what to do instead.
@@ -180,9 +197,7 @@ def _bound_names(tree: ast.AST) -> set[str]:
 
 def _is_super_call(node: ast.expr) -> bool:
     return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
     )
 
 
@@ -192,7 +207,7 @@ def _call(name: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
     return ast.fix_missing_locations(call)
 
 
-class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
+class _AsyncPolicy(RestrictingNodeTransformer):
     """RestrictedPython's checks, extended to async code, augmented assignment and dataclasses."""
 
     def __init__(self, errors: list[str], bound: set[str]) -> None:
@@ -222,9 +237,7 @@ class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
         hint = _NODE_HINTS.get(kind, "rewrite it with plain statements")
         self.error(node, f"`{kind}` statements are not allowed in the restricted policy; {hint}")
 
-    def check_name(
-        self, node: Any, name: str | None, allow_magic_methods: bool = False
-    ) -> None:
+    def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if name is None or name == "_":
             return
         if name.startswith("_"):
@@ -269,8 +282,7 @@ class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
             # super().__init__(...) and friends: _getattr_ lets these names through on super only.
             value = self.visit(node.value)
             return _call("_getattr_", [value, ast.Constant(node.attr)], node)
-        result: ast.AST = super().visit_Attribute(node)
-        return result
+        return cast(ast.AST, super().visit_Attribute(node))
 
     # Imports: refused here with a reason, and again at run time by the guarded __import__.
 
@@ -310,11 +322,12 @@ class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
     # Statements RestrictedPython refuses or does not know.
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.stmt]:
-        """``obj.a += v`` / ``d[k] += v``: evaluate obj (and k) once, then a guarded read-modify-write."""
+        """``obj.a += v``, ``d[k] += v``: evaluate obj (and k) once, then guarded read and write."""
         target = node.target
         if isinstance(target, ast.Name):
-            result: ast.AST = super().visit_AugAssign(node)
-            return result
+            # Kept native (RestrictedPython calls _inplacevar_): an operator on values the program
+            # already holds crosses no boundary, and `total += x` is the hottest line of a loop.
+            return self.node_contents_visit(node)
         op = ast.Constant(_IOPERATORS[type(node.op)])
         obj_name = self.gen_tmp_name()
         stmts: list[ast.stmt] = [
@@ -323,20 +336,26 @@ class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
         if isinstance(target, ast.Attribute):
             if target.attr.startswith("_") or target.attr in _DENIED_ATTRIBUTES:
                 self.error(node, f'"{target.attr}" cannot be assigned: {_ATTRIBUTE_HINT}')
-            read: ast.expr = _call("_getattr_", [ast.Name(obj_name), ast.Constant(target.attr)], node)
+            read: ast.expr = _call(
+                "_getattr_", [ast.Name(obj_name, ast.Load()), ast.Constant(target.attr)], node
+            )
             store: ast.expr = ast.Attribute(
-                value=_call("_write_", [ast.Name(obj_name)], node),
+                value=_call("_write_", [ast.Name(obj_name, ast.Load())], node),
                 attr=target.attr,
                 ctx=ast.Store(),
             )
         else:
             key_name = self.gen_tmp_name()
             stmts.append(
-                ast.Assign(targets=[ast.Name(key_name, ast.Store())], value=self.visit(target.slice))
+                ast.Assign(
+                    targets=[ast.Name(key_name, ast.Store())], value=self.visit(target.slice)
+                )
             )
-            read = _call("_getitem_", [ast.Name(obj_name), ast.Name(key_name)], node)
+            read = _call(
+                "_getitem_", [ast.Name(obj_name, ast.Load()), ast.Name(key_name, ast.Load())], node
+            )
             store = ast.Subscript(
-                value=_call("_write_", [ast.Name(obj_name)], node),
+                value=_call("_write_", [ast.Name(obj_name, ast.Load())], node),
                 slice=ast.Name(key_name, ast.Load()),
                 ctx=ast.Store(),
             )
@@ -367,18 +386,12 @@ class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
         return node
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        keywords = [k for k in node.keywords if k.arg != "metaclass"]
-        new: ast.ClassDef = super().visit_ClassDef(node)
-        # RestrictedPython builds the class node from a template parsed at line 1, and drops
-        # class keywords (TypedDict's total=...): restore both.
-        new.keywords.extend(keywords)
-        for part in ast.walk(new):
-            if part is new or not hasattr(part, "lineno") or part.lineno == 1:
-                for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-                    if attr in part._attributes:
-                        setattr(part, attr, getattr(node, attr))
-            if part is not new and isinstance(part, ast.stmt):
-                break
+        new = cast(ast.ClassDef, super().visit_ClassDef(node))
+        # RestrictedPython rebuilds the class from a template parsed at line 1 and drops the
+        # class keywords (TypedDict's total=...): give back the program's line and keywords.
+        for part in (new, *new.keywords, *(k.value for k in new.keywords)):
+            ast.copy_location(part, node)
+        new.keywords.extend(k for k in node.keywords if k.arg != "metaclass")
         return new
 
     # Async: the checks RestrictedPython applies to their synchronous twins.
@@ -409,8 +422,7 @@ class _AsyncPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
         if node.is_async:
             return self._guard_aiter(node)
-        result: ast.AST = self.guard_iter(node)
-        return result
+        return cast(ast.AST, self.guard_iter(node))
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
         node = self.node_contents_visit(node)
@@ -430,7 +442,7 @@ _IOPERATORS: dict[type[ast.operator], str] = {
 
 
 def restrict(tree: ast.Module, filename: str = "<program>") -> ast.Module:
-    """Check and transform a parsed program (a module whose top level may contain await/return) for the restricted policy."""
+    """Check and transform a parsed program (top-level await/return allowed) for the policy."""
     errors: list[str] = []
     policy = _AsyncPolicy(errors, _bound_names(tree))
     # RestrictedPython reports through its own lists; any Python warning raised while
@@ -449,8 +461,8 @@ def restrict(tree: ast.Module, filename: str = "<program>") -> ast.Module:
 _MISSING: Any = object()
 
 
-class _AccessDenied(AttributeError):
-    """An attribute the restricted policy hides."""
+class AccessDenied(AttributeError):
+    """Raised in a program that reads or writes what the restricted policy hides."""
 
 
 def _check_value(value: Any, what: str) -> Any:
@@ -461,7 +473,7 @@ def _check_value(value: Any, what: str) -> Any:
         kind = type(value).__name__
         if isinstance(value, types.ModuleType):
             kind = f"module {value.__name__!r}"
-        raise _AccessDenied(f"{what} is a {kind}, which the restricted policy hides")
+        raise AccessDenied(f"{what} is a {kind}, which the restricted policy hides")
     return value
 
 
@@ -471,20 +483,20 @@ def _guarded_getattr(ob: Any, name: str, default: Any = _MISSING) -> Any:
         raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
     if name.startswith("_"):
         if not (type(ob) is super and name in _MAGIC_METHODS):
-            raise _AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
+            raise AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
     elif name in _DENIED_ATTRIBUTES:
-        raise _AccessDenied(f"{name!r} is hidden in the restricted policy (it exposes the runtime)")
+        raise AccessDenied(f"{name!r} is hidden in the restricted policy (it exposes the runtime)")
     elif name in _FORMAT_METHODS and (
         isinstance(ob, str | string.Formatter)
         or (isinstance(ob, type) and issubclass(ob, str | string.Formatter))
     ):
         # "{0.__class__}".format(x) walks attributes without _getattr_; f-strings are checked.
-        raise _AccessDenied(
+        raise AccessDenied(
             f"str.{name}() is not allowed in the restricted policy; use an f-string, "
             "'%' formatting or string concatenation"
         )
     if type(ob) is types.ModuleType and not _module_allows(ob.__name__, name):
-        raise _AccessDenied(
+        raise AccessDenied(
             f"module {ob.__name__!r} attribute {name!r} is not available in the restricted policy"
         )
     value = getattr(ob, name) if default is _MISSING else getattr(ob, name, default)
@@ -500,15 +512,16 @@ class _ReadOnly:
     """What ``_write_`` gives for objects the program did not create: items yes, attributes no."""
 
     __slots__ = ("_ob",)
+    _ob: Any
 
     def __init__(self, ob: object) -> None:
         object.__setattr__(self, "_ob", ob)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._ob[key] = value  # type: ignore[index]
+        self._ob[key] = value
 
     def __delitem__(self, key: Any) -> None:
-        del self._ob[key]  # type: ignore[attr-defined]
+        del self._ob[key]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise TypeError(
@@ -524,7 +537,7 @@ _WRITABLE_TYPES = frozenset({dict, list, set, bytearray})
 
 
 def _guarded_write(ob: Any) -> Any:
-    """``_write_``: attribute writes reach only the program's own classes, instances and functions."""
+    """``_write_``: attribute writes reach only the program's own classes, instances, functions."""
     kind = type(ob)
     if kind in _WRITABLE_TYPES or getattr(kind, "__module__", None) == PROGRAM_MODULE:
         return ob
@@ -572,25 +585,29 @@ def _guarded_import(
     for item in fromlist or ():
         if f"{name}.{item}" not in ALLOWED_MODULES and not _module_allows(name, item):
             raise ImportError(f"{item!r} cannot be imported from {name!r} in the restricted policy")
-    return builtins.__import__(name, globals, locals, fromlist or (), 0)
+    module = builtins.__import__(name, globals, locals, tuple(fromlist or ()), 0)
+    # `from datetime import sys` reads the attribute without _getattr_: check the values here.
+    for item in fromlist or ():
+        _check_value(getattr(module, item, None), f"{name}.{item}")
+    return module
 
 
 def _guarded_setattr(ob: Any, name: str, value: Any) -> None:
     if type(name) is not str or name.startswith("_") or name in _DENIED_ATTRIBUTES:
-        raise _AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
+        raise AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
     setattr(_guarded_write(ob), name, value)
 
 
 def _guarded_delattr(ob: Any, name: str) -> None:
     if type(name) is not str or name.startswith("_"):
-        raise _AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
+        raise AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
     delattr(_guarded_write(ob), name)
 
 
 def _guarded_hasattr(ob: Any, name: str) -> bool:
     try:
         _guarded_getattr(ob, name)
-    except _AccessDenied:
+    except AccessDenied:
         raise
     except AttributeError:
         return False
@@ -619,13 +636,13 @@ class _Type(metaclass=_TypeMeta):
     """``type`` in a program."""
 
 
-_PURE_BUILTINS = (
+_PURE_BUILTINS = _names(
     "abs aiter all anext any ascii bin bool bytearray bytes callable chr classmethod complex "
     "divmod enumerate filter float format frozenset hash hex id int isinstance issubclass iter "
     "len list map max min next object oct ord pow print property range repr reversed round set "
     "slice sorted staticmethod str sum super tuple zip dict Ellipsis NotImplemented "
     "__build_class__"
-).split()
+)
 
 
 def _safe_builtins() -> dict[str, object]:
@@ -649,7 +666,9 @@ _BUILTINS = _safe_builtins()
 
 
 def restricted_globals() -> dict[str, object]:
-    """The names a restricted program needs: __builtins__ (the safe set), and the guard hooks _getattr_, _getitem_, _getiter_, _iter_unpack_sequence_, _unpack_sequence_, _write_, _inplacevar_, _apply_, __metaclass__, __name__ ... whatever the transformed code calls."""
+    """A fresh namespace: safe ``__builtins__``, ``__name__``, every hook restricted code calls."""
+    # dataclasses looks string annotations up in sys.modules[cls.__module__]: give it an empty one.
+    sys.modules.setdefault(PROGRAM_MODULE, types.ModuleType(PROGRAM_MODULE))
     return {
         "__builtins__": dict(_BUILTINS),
         "__name__": PROGRAM_MODULE,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import gc
 import os
 import select
 import signal
@@ -101,6 +102,8 @@ class _Template:
 
 def main(sock_fd: int) -> None:
     """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF."""
+    # Python's C-locale coercion sets LC_CTYPE at start-up; a child's environment is empty.
+    os.environ.clear()
     libc = ctypes.CDLL(None)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sock = socket.socket(fileno=sock_fd)
@@ -110,6 +113,9 @@ def main(sock_fd: int) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # the host ends us by closing the socket
+    # Everything imported so far is shared with every child: keep the collector off those
+    # pages, or a child's first collection would copy them all (copy-on-write faults are slow).
+    gc.freeze()
     sock.sendall(b"R")
     poller = select.poll()
     poller.register(sock, select.POLLIN)
@@ -145,8 +151,8 @@ def main(sock_fd: int) -> None:
             if msg == b"F" and len(fds) == _FDS_PER_RUN:
                 template.fork(list(fds))
             else:
-                for fd in fds:
-                    os.close(fd)
+                for stray in fds:
+                    os.close(stray)
         template.reap()
 
 

@@ -32,7 +32,7 @@ def close_fd(fd: int) -> None:
     """Close ``fd`` after telling anyio, so no waiter is left on a reused number."""
     try:
         anyio.notify_closing(fd)
-    except Exception:  # noqa: S110 - nothing was waiting on it, or no event loop: closing is all
+    except Exception:
         pass
     try:
         os.close(fd)

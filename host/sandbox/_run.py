@@ -218,7 +218,9 @@ class Run:
         if len(head) == 5 and head[:1] == b"P":
             self.pid = _INT.unpack(head[1:])[0]
         else:
-            self._settle(RunError(kind="died", message="the template process died before the child started"))
+            self._settle(
+                RunError(kind="died", message="the template process died before the child started")
+            )
 
     async def _read_status(self, size: int) -> bytes:
         got = b""
@@ -303,7 +305,9 @@ class Run:
         problem = json_problem(value)
         if problem is not None:
             self._settle(
-                RunError(kind="invalid_completion", message=f"the result is not lossless JSON: {problem}")
+                RunError(
+                    kind="invalid_completion", message=f"the result is not lossless JSON: {problem}"
+                )
             )
             return
         self.value = value
@@ -327,7 +331,10 @@ class Run:
         binding = self.request.bindings.get(call.name) if type(call.name) is str else None
         if binding is None:
             reply: Reply | ReplyError = ReplyError(
-                id=call.id, tool=call.name, message=f"no binding named {call.name!r}", code="UNKNOWN_TOOL"
+                id=call.id,
+                tool=call.name,
+                message=f"no binding named {call.name!r}",
+                code="UNKNOWN_TOOL",
             )
         else:
             async with self._limiter:
@@ -391,7 +398,7 @@ class Run:
             if on_log is not None:
                 try:
                     on_log(line)
-                except Exception:  # noqa: S110 - an observer's bug must not break the run
+                except Exception:
                     pass
 
     def _flush_logs(self) -> None:

@@ -96,7 +96,9 @@ class SubprocessRuntime:
         except ProgramRejected as exc:
             return self._early(RunError(kind="parse", message=exc.message, lineno=exc.lineno))
         if request.abort is not None and request.abort.is_set():
-            return self._early(RunError(kind="aborted", message="the run was aborted before it started"))
+            return self._early(
+                RunError(kind="aborted", message="the run was aborted before it started")
+            )
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_concurrent)
         async with self._limiter:
@@ -113,7 +115,9 @@ class SubprocessRuntime:
                     self._idle.set()
 
     def _early(self, error: RunError) -> RunResult:
-        stats = RunStats(isolation=self.isolation, compute_ms=0.0, wall_ms=0.0, calls=0, dropped_frames=0)
+        stats = RunStats(
+            isolation=self.isolation, compute_ms=0.0, wall_ms=0.0, calls=0, dropped_frames=0
+        )
         return RunResult(logs=[], error=error, stats=stats)
 
     async def _ensure_template(self) -> TemplateProcess:

@@ -95,7 +95,7 @@ class TemplateProcess:
         if sock is not None:
             try:
                 anyio.notify_closing(sock)
-            except Exception:  # noqa: S110 - nobody waits on it
+            except Exception:
                 pass
             sock.close()
         proc = self._proc

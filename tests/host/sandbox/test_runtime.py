@@ -1,0 +1,544 @@
+"""SubprocessRuntime end to end with real children: results, failure kinds, limits, bridge."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from host.sandbox import SubprocessRuntime
+from runtime import CodeRuntime, Limits, RunRequest, RunResult, RuntimeClosedError, ToolCallError
+
+pytestmark = pytest.mark.anyio
+
+FAST = Limits(compute_ms=2_000, max_wall_ms=10_000)
+
+
+async def _add(args: Any) -> Any:
+    return args["a"] + args["b"]
+
+
+async def _echo(args: Any) -> Any:
+    return args
+
+
+async def _fail(args: Any) -> Any:
+    raise ToolCallError("tools.fail", "it broke", "TOOL_ERROR")
+
+
+async def run(rt: SubprocessRuntime, program: str, **kwargs: Any) -> RunResult:
+    kwargs.setdefault("limits", FAST)
+    kwargs.setdefault("bindings", {"tools.add": _add, "tools.echo": _echo, "tools.fail": _fail})
+    return await rt.run(RunRequest(program=program, **kwargs))
+
+
+async def test_it_is_a_code_runtime(rt: SubprocessRuntime) -> None:
+    assert isinstance(rt, CodeRuntime)
+    assert rt.language == "python"
+    assert rt.isolation == "process"
+
+
+async def test_a_program_calls_bindings_and_returns_json(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "print('adding')\nreturn await tools.add(a=2, b=3)")
+    assert result.error is None
+    assert result.value == 5
+    assert result.logs == ["adding"]
+    assert result.stats is not None and result.stats.calls == 1
+
+
+async def test_absent_and_null_results_stay_distinct(rt: SubprocessRuntime) -> None:
+    absent = await run(rt, "x = 1")
+    null = await run(rt, "return None")
+    trailing = await run(rt, "{'a': [1, 2.5, None, True]}")
+    assert (absent.ok, absent.has_value) == (True, False)
+    assert "value" not in absent.to_json()
+    assert (null.has_value, null.value) == (True, None)
+    assert null.to_json() == {"value": None, "logs": []}
+    assert trailing.value == {"a": [1, 2.5, None, True]}
+
+
+async def test_inputs_are_globals(rt: SubprocessRuntime) -> None:
+    result = await run(
+        rt, "return [n * 2 for n in numbers], name", inputs={"numbers": [1, 2], "name": "x"}
+    )
+    assert result.error is not None and result.error.kind == "invalid_completion"
+    result = await run(
+        rt, "return {'doubled': [n * 2 for n in numbers]}", inputs={"numbers": [1, 2]}
+    )
+    assert result.value == {"doubled": [2, 4]}
+
+
+async def test_gathered_binding_calls_overlap(rt: SubprocessRuntime) -> None:
+    async def slow(args: Any) -> Any:
+        await anyio.sleep(0.2)
+        return args["i"]
+
+    program = "import asyncio\nreturn await asyncio.gather(*(tools.slow(i=i) for i in range(10)))"
+    with anyio.fail_after(1.5):  # serial would take 2 s
+        result = await run(rt, program, bindings={"tools.slow": slow})
+    assert result.value == list(range(10))
+
+
+async def test_parallel_sub_calls_are_bounded(rt: SubprocessRuntime) -> None:
+    active = peak = 0
+
+    async def probe(args: Any) -> Any:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await anyio.sleep(0.02)
+        active -= 1
+        return None
+
+    limits = Limits(compute_ms=2_000, max_wall_ms=10_000, max_parallel_sub_calls=3)
+    program = "import asyncio\nawait asyncio.gather(*(tools.probe() for _ in range(12)))"
+    result = await run(rt, program, bindings={"tools.probe": probe}, limits=limits)
+    assert result.ok
+    assert peak == 3
+
+
+async def test_a_failed_binding_raises_tool_call_error_in_the_program(
+    rt: SubprocessRuntime,
+) -> None:
+    program = (
+        "try:\n"
+        "    await tools.fail()\n"
+        "except ToolCallError as e:\n"
+        "    return [e.tool, e.message, e.code]\n"
+    )
+    assert (await run(rt, program)).value == ["tools.fail", "it broke", "TOOL_ERROR"]
+
+    async def plain(args: Any) -> Any:
+        raise KeyError("nope")
+
+    program = (
+        "try:\n    await tools.plain()\nexcept ToolCallError as e:\n    return [e.tool, e.code]"
+    )
+    result = await run(rt, program, bindings={"tools.plain": plain})
+    assert result.value == ["tools.plain", "TOOL_ERROR"]
+
+
+async def test_an_uncaught_tool_call_error_is_an_exception_failure(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "x = 1\nawait tools.fail()")
+    assert result.error is not None
+    assert result.error.kind == "exception"
+    assert result.error.exception_type == "ToolCallError"
+    assert result.error.lineno == 2
+
+
+async def test_exceptions_report_type_text_and_program_lines_only(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "def f(x):\n    return 1 / x\n\nf(0)")
+    error = result.error
+    assert error is not None and error.kind == "exception"
+    assert error.exception_type == "ZeroDivisionError"
+    assert "ZeroDivisionError: division by zero" in error.message
+    assert 'File "<program>", line 4' in error.message
+    assert 'File "<program>", line 2, in f' in error.message
+    assert "return 1 / x" in error.message
+    assert "runtime" not in (error.traceback or "").replace("<program>", "")
+    assert error.lineno == 2
+
+
+@pytest.mark.parametrize(
+    "program", ["raise SystemExit(0)", "import sys\nsys.exit(0)", "raise KeyboardInterrupt"]
+)
+async def test_system_exit_and_keyboard_interrupt_are_failures(
+    rt: SubprocessRuntime, program: str
+) -> None:
+    result = await run(rt, program)
+    assert result.error is not None and result.error.kind == "exception"
+
+
+@pytest.mark.parametrize(
+    ("program", "needle"),
+    [
+        ("return (1, 2)", "tuple at $"),
+        ("return {'items': [1, 2, 3, {4}]}", "set at $.items[3]"),
+        ("return float('nan')", "non-finite float nan at $"),
+        ("x = []\nx.append(x)\nreturn x", "cycle"),
+        ("async def f(): pass\nreturn f()", "forget `await`"),
+        ("return b'x'", "bytes at $"),
+    ],
+)
+async def test_results_that_are_not_lossless_json_are_invalid(
+    rt: SubprocessRuntime, program: str, needle: str
+) -> None:
+    result = await run(rt, program)
+    assert result.error is not None and result.error.kind == "invalid_completion"
+    assert needle in result.error.message
+
+
+async def test_binding_arguments_and_replies_follow_the_json_rule(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "await tools.echo(x=(1, 2))")
+    assert result.error is not None and result.error.kind == "invalid_completion"
+    assert "tools.echo" in result.error.message and "tuple at $.x" in result.error.message
+
+    async def bad(args: Any) -> Any:
+        return {"v": float("inf")}
+
+    result = await run(rt, "await tools.bad()", bindings={"tools.bad": bad})
+    assert result.error is not None and result.error.kind == "invalid_completion"
+    assert "$.v" in result.error.message
+
+
+async def test_big_ints_and_unicode_survive(rt: SubprocessRuntime) -> None:
+    program = "v = await tools.echo(n=2**100, s='héllo ☃ \\U0001F600')\nreturn [v, 2**70]"
+    result = await run(rt, program)
+    assert result.value == [{"n": 2**100, "s": "héllo ☃ \U0001f600"}, 2**70]
+
+
+async def test_a_program_that_does_not_parse_starts_no_child(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "x = (\n")
+    assert result.error is not None and result.error.kind == "parse"
+    assert result.error.lineno == 1
+    assert rt._template is None  # nothing was started for it
+
+
+async def test_compute_budget(rt: SubprocessRuntime) -> None:
+    result = await run(
+        rt, "print('spinning')\nwhile True:\n    pass", limits=Limits(compute_ms=150)
+    )
+    assert result.error is not None
+    assert (result.error.kind, result.error.budget) == ("budget", "compute")
+    assert result.logs == ["spinning"]
+    assert result.stats is not None and result.stats.compute_ms >= 150
+
+
+async def test_waiting_on_a_binding_does_not_bill_compute(rt: SubprocessRuntime) -> None:
+    async def slow(args: Any) -> Any:
+        await anyio.sleep(0.6)
+        return 1
+
+    result = await run(
+        rt,
+        "return await tools.slow()",
+        bindings={"tools.slow": slow},
+        limits=Limits(compute_ms=300),
+    )
+    assert result.value == 1
+
+
+async def test_a_busy_thread_behind_an_awaited_binding_is_billed(rt: SubprocessRuntime) -> None:
+    async def slow(args: Any) -> Any:
+        await anyio.sleep(30)
+
+    program = (
+        "import threading\n"
+        "def spin():\n"
+        "    while True:\n"
+        "        pass\n"
+        "threading.Thread(target=spin, daemon=True).start()\n"
+        "await tools.slow()\n"
+    )
+    result = await run(
+        rt,
+        program,
+        bindings={"tools.slow": slow},
+        limits=Limits(compute_ms=200, max_wall_ms=20_000),
+    )
+    assert result.error is not None and result.error.budget == "compute"
+
+
+async def test_busy_children_are_billed_and_killed(rt: SubprocessRuntime) -> None:
+    program = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+        "p.wait()\n"
+    )
+    result = await run(rt, program, limits=Limits(compute_ms=400, max_wall_ms=20_000))
+    assert result.error is not None and result.error.budget == "compute"
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import asyncio\nawait asyncio.sleep(60)",
+        "import time\ntime.sleep(60)",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)",
+    ],
+)
+async def test_wall_budget(rt: SubprocessRuntime, program: str) -> None:
+    result = await run(rt, program, limits=Limits(max_wall_ms=300))
+    assert result.error is not None
+    assert (result.error.kind, result.error.budget) == ("budget", "wall")
+
+
+async def test_output_limit_keeps_the_logs_that_fit(rt: SubprocessRuntime) -> None:
+    program = "for i in range(100000):\n    print('line', i)"
+    result = await run(rt, program, limits=Limits(max_output_bytes=1000))
+    assert result.error is not None and result.error.kind == "output_limit"
+    assert result.logs[0] == "line 0"
+    assert sum(len(x) + 1 for x in result.logs) <= 1000 + 20
+
+
+async def test_raw_fd_writes_count_toward_the_output_limit(rt: SubprocessRuntime) -> None:
+    program = "import os\nos.write(1, b'x' * 5000 + b'\\n')\nreturn 1"
+    result = await run(rt, program, limits=Limits(max_output_bytes=1000))
+    assert result.error is not None and result.error.kind == "output_limit"
+
+
+async def test_a_result_over_the_output_limit(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "return 'x' * 5000", limits=Limits(max_output_bytes=1000))
+    assert result.error is not None and result.error.kind == "output_limit"
+
+
+async def test_a_huge_exception_message_becomes_an_output_limit(rt: SubprocessRuntime) -> None:
+    result = await run(
+        rt, "raise ValueError('x' * 100_000)", limits=Limits(max_output_bytes=10_000)
+    )
+    assert result.error is not None and result.error.kind == "output_limit"
+    assert len(result.error.message) < 1000
+
+
+async def test_heap_cap(rt: SubprocessRuntime) -> None:
+    program = "xs = []\nwhile True:\n    xs.append(bytearray(1 << 20))"
+    result = await run(
+        rt, program, limits=Limits(max_heap_mb=64, compute_ms=10_000, max_wall_ms=20_000)
+    )
+    assert result.error is not None and result.error.kind == "memory"
+
+
+async def test_os_exit_and_signals_are_deaths_with_a_status(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "import os\nos._exit(3)")
+    assert result.error is not None
+    assert (result.error.kind, result.error.exit_status) == ("died", 3)
+    result = await run(rt, "import ctypes\nctypes.string_at(0)")
+    assert result.error is not None
+    assert (result.error.kind, result.error.exit_status) == ("died", -11)
+
+
+async def test_logs_from_every_path_arrive_in_order(rt: SubprocessRuntime) -> None:
+    program = (
+        "import os, sys, subprocess\n"
+        "print('one')\n"
+        "sys.stderr.write('two\\n')\n"
+        "os.write(1, b'three\\n')\n"
+        "subprocess.run([sys.executable, '-c', 'print(\"four\")'])\n"
+        "print('five', end='')\n"
+    )
+    result = await run(rt, program)
+    assert result.logs == ["one", "two", "three", "four", "five"]
+
+
+async def test_logs_stream_to_on_log_and_survive_a_killed_run(rt: SubprocessRuntime) -> None:
+    seen: list[tuple[float, str]] = []
+    program = "import time\nprint('before', flush=True)\ntime.sleep(60)"
+    start = anyio.current_time()
+    result = await run(
+        rt,
+        program,
+        limits=Limits(max_wall_ms=1000),
+        on_log=lambda line: seen.append((anyio.current_time() - start, line)),
+    )
+    assert result.logs == ["before"]
+    assert [line for _, line in seen] == ["before"]
+    assert seen[0][0] < 0.9  # it arrived while the program slept, not at the end
+
+
+async def test_the_environment_is_empty_and_the_workdir_private(rt: SubprocessRuntime) -> None:
+    os.environ["DSH_TEST_SECRET"] = "hunter2"
+    try:
+        program = "import os\nopen('f.txt', 'w').write('x')\nreturn [dict(os.environ), os.getcwd(), os.listdir('.')]"
+        first = await run(rt, program)
+        second = await run(rt, program)
+    finally:
+        del os.environ["DSH_TEST_SECRET"]
+    env, cwd, files = first.value
+    assert env == {}
+    assert files == ["f.txt"]
+    assert cwd != second.value[1]
+    assert not os.path.exists(cwd)
+
+
+async def test_the_child_has_its_own_session_and_limits(rt: SubprocessRuntime) -> None:
+    program = (
+        "import os, resource\n"
+        "return [os.getsid(0) == os.getpid(), os.getpgrp() == os.getpid(),\n"
+        "        list(resource.getrlimit(resource.RLIMIT_CORE)), sorted(int(f) for f in os.listdir('/proc/self/fd'))[:3]]"
+    )
+    result = await run(rt, program)
+    assert result.value[:3] == [True, True, [0, 0]]
+    assert result.value[3] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import subprocess\nsubprocess.Popen(['sleep', '600'])\nreturn 1",
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n    os._exit(0)\nreturn 1",
+        "import subprocess\nsubprocess.Popen(['sleep', '600'], start_new_session=True)\nreturn 1",
+    ],
+)
+async def test_nothing_the_program_started_survives_the_run(
+    rt: SubprocessRuntime, program: str
+) -> None:
+    result = await run(rt, program)
+    assert result.value == 1
+    template = rt._template
+    assert template is not None and template.pid is not None
+    import psutil
+
+    with anyio.fail_after(5):
+        while psutil.Process(template.pid).children(recursive=True):
+            await anyio.sleep(0.01)  # the template sweeps orphans as they are reparented
+
+
+def _bridge_writer() -> str:
+    return (
+        "import os, fcntl, struct, json\n"
+        "def ctl_out():\n"
+        "    for name in os.listdir('/proc/self/fd'):\n"
+        "        fd = int(name)\n"
+        "        if fd > 2 and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
+        "            return fd\n"
+        "def frame(body):\n"
+        "    return struct.pack('!I', len(body)) + body\n"
+        "fd = ctl_out()\n"
+    )
+
+
+async def test_garbage_and_forged_frames_are_dropped_and_counted(rt: SubprocessRuntime) -> None:
+    program = _bridge_writer() + (
+        "os.write(fd, frame(b'garbage'))\n"
+        'os.write(fd, frame(b\'{"type": "Nope"}\'))\n'
+        'os.write(fd, frame(b\'{"type": "Call", "id": "x"}\'))\n'
+        "call = json.dumps({'type': 'Call', 'id': 1000, 'name': 'tools.add', 'args': {'a': 1, 'b': 1}}).encode()\n"
+        "os.write(fd, frame(call))\n"
+        "os.write(fd, frame(call))\n"
+        "os.write(fd, frame(json.dumps({'type': 'Call', 'id': 1001, 'name': 'nope', 'args': {}}).encode()))\n"
+        "return await tools.add(a=20, b=22)\n"
+    )
+    result = await run(rt, program)
+    assert result.value == 42
+    assert result.stats is not None
+    assert result.stats.dropped_frames == 4  # 3 undecodable + 1 duplicate id
+    assert result.stats.calls == 3  # id 1000, id 1001 (unknown name, answered with an error), ours
+
+
+async def test_an_oversized_frame_is_skipped(rt: SubprocessRuntime) -> None:
+    program = _bridge_writer() + "os.write(fd, struct.pack('!I', 2**31))\nreturn 1"
+    result = await rt.run(RunRequest(program=program, limits=FAST))
+    # the huge prefix swallows the stream: the child's Done is lost inside the skipped frame
+    assert result.error is not None and result.error.kind == "died"
+
+
+async def test_a_child_that_closes_the_bridge_and_hangs_has_died(rt: SubprocessRuntime) -> None:
+    program = _bridge_writer() + "os.close(fd)\nimport time\ntime.sleep(60)"
+    with anyio.fail_after(5):
+        result = await run(rt, program, limits=Limits(max_wall_ms=30_000))
+    assert result.error is not None and result.error.kind == "died"
+
+
+async def test_abort_mid_call_cancels_the_binding(rt: SubprocessRuntime) -> None:
+    abort = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def hang(args: Any) -> Any:
+        abort.set()
+        try:
+            await anyio.sleep(60)
+        finally:
+            cancelled.set()
+
+    result = await run(
+        rt, "print('calling')\nawait tools.hang()", bindings={"tools.hang": hang}, abort=abort
+    )
+    assert result.error is not None and result.error.kind == "aborted"
+    assert cancelled.is_set()
+    assert result.logs == ["calling"]
+
+
+async def test_an_abort_set_before_the_run_starts_nothing(rt: SubprocessRuntime) -> None:
+    abort = anyio.Event()
+    abort.set()
+    result = await run(rt, "return 1", abort=abort)
+    assert result.error is not None and result.error.kind == "aborted"
+
+
+async def test_cancelling_the_caller_gives_aborted(rt: SubprocessRuntime) -> None:
+    results: list[RunResult] = []
+
+    async def runner() -> None:
+        results.append(
+            await run(rt, "import time\ntime.sleep(60)", limits=Limits(max_wall_ms=60_000))
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner)
+        await anyio.sleep(0.3)
+        tg.cancel_scope.cancel()
+    assert results and results[0].error is not None and results[0].error.kind == "aborted"
+
+
+async def test_aclose_aborts_runs_in_flight_and_later_runs_raise() -> None:
+    results: list[RunResult] = []
+    rt = SubprocessRuntime()
+
+    async def runner() -> None:
+        results.append(
+            await run(rt, "import time\ntime.sleep(60)", limits=Limits(max_wall_ms=60_000))
+        )
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(runner)
+        await anyio.sleep(0.5)
+        await rt.aclose()
+    assert [r.error.kind if r.error else None for r in results] == ["aborted"] * 3
+    import psutil
+
+    assert psutil.Process().children(recursive=True) == []
+    with pytest.raises(RuntimeClosedError):
+        await run(rt, "1")
+
+
+async def test_runs_proceed_concurrently(rt: SubprocessRuntime) -> None:
+    values: list[Any] = []
+
+    async def one(i: int) -> None:
+        values.append(
+            (await run(rt, f"import asyncio\nawait asyncio.sleep(0.3)\nreturn {i}")).value
+        )
+
+    with anyio.fail_after(3):
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(one, i)
+    assert sorted(values) == list(range(6))
+
+
+async def test_caller_mistakes_raise_clearly(rt: SubprocessRuntime) -> None:
+    from runtime import RuntimeUsageError
+
+    with pytest.raises(RuntimeUsageError, match="not a dotted identifier"):
+        await rt.run(RunRequest(program="1", bindings={"tools.bad-name": _add}))
+    with pytest.raises(RuntimeUsageError, match="not lossless JSON"):
+        await rt.run(RunRequest(program="1", inputs={"x": (1, 2)}))
+    with pytest.raises(ValueError, match="positive"):
+        Limits(compute_ms=0)
+
+
+async def test_two_hundred_runs_leave_nothing_behind(rt: SubprocessRuntime) -> None:
+    import psutil
+
+    from tests.host.sandbox.conftest import open_fds
+
+    await run(rt, "1")  # starts the template, which holds one socket for the runtime's life
+    fds = open_fds()
+    for i in range(200):
+        result = await run(rt, f"print({i})\nreturn {i}")
+        assert result.value == i
+    assert open_fds() == fds
+    template = rt._template
+    assert template is not None and template.pid is not None
+    assert psutil.Process(template.pid).children() == []
+
+
+async def test_results_encode_to_the_documented_json_shape(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "1/0")
+    shape = msgspec.json.decode(msgspec.json.encode(result.to_json()))
+    assert set(shape) == {"logs", "error"}
+    assert {"kind", "message", "exception_type", "traceback", "lineno"} == set(shape["error"])

@@ -1,0 +1,77 @@
+"""The lossless-JSON rule: accepted values, rejected ones, and the path in the message."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from enum import IntEnum
+from typing import Any
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime import json_problem
+from runtime._json import MAX_DEPTH
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**200), max_value=2**200)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(json_values)
+def test_json_values_pass_and_round_trip_through_msgspec(value: Any) -> None:
+    assert json_problem(value) is None
+    assert msgspec.json.decode(msgspec.json.encode(value)) == value
+
+
+class _Color(IntEnum):
+    RED = 1
+
+
+def _cycle() -> list[Any]:
+    xs: list[Any] = [1]
+    xs.append({"again": xs})
+    return xs
+
+
+async def _coro() -> None:
+    return None
+
+
+def test_problems_say_what_and_where() -> None:
+    assert json_problem({"items": [1, 2, 3, (1, 2)]}) == "tuple at $.items[3]"
+    assert json_problem([{1, 2}]) == "set at $[0]"
+    assert json_problem({"b": b"x"}) == "bytes at $.b"
+    assert json_problem([math.nan]) == "non-finite float nan at $[0]"
+    assert json_problem({"x": math.inf}) == "non-finite float inf at $.x"
+    assert json_problem({1: "a"}) == "a int key 1 at $"
+    assert json_problem({"a b": object()}) == "object at $['a b']"
+    assert "a cycle at $[1].again" in (json_problem(_cycle()) or "")
+    assert "subclass of int" in (json_problem([_Color.RED]) or "")
+    assert "subclass of dict" in (json_problem(OrderedDict(a=1)) or "")
+    coro = _coro()
+    assert "forget `await`" in (json_problem({"r": coro}) or "")
+    coro.close()
+
+
+def test_shared_but_acyclic_values_are_fine() -> None:
+    shared = [1, 2]
+    assert json_problem({"a": shared, "b": shared}) is None
+
+
+def test_deep_nesting_is_rejected_without_recursion() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert f"deeper than {MAX_DEPTH}" in (json_problem(deep) or "")
+    ok: list[Any] = []
+    for _ in range(MAX_DEPTH - 1):
+        ok = [ok]
+    assert json_problem(ok) is None
