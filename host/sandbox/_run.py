@@ -169,6 +169,8 @@ class Run:
             return
         self.outcome = outcome
         self._settled_at = time.monotonic()
+        if self.pid is not None and not self._exited.is_set():
+            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid))  # last look before it is reaped
         self.scope.cancel()
 
     def abort(self, reason: str) -> None:
