@@ -102,6 +102,8 @@ class _Bridge:
     """The child's end of the binding bridge: sends Call frames, resolves futures on replies."""
 
     def __init__(self, ctl_in: int, ctl_out: int) -> None:
+        self.fd_in = ctl_in
+        self.fd_out = ctl_out
         self._in = ctl_in
         self._out = ctl_out
         self._next_id = 0
@@ -164,6 +166,32 @@ def _exit_now(code: int) -> None:
         except BaseException:
             pass
     os._exit(code)
+
+
+def _linger() -> None:
+    """After the report: wait to be killed, so the host finds every descendant under us.
+
+    We are the subreaper of whatever the program started; exiting now would hand those
+    processes to the template. The host kills the whole tree at once, or closes the
+    bridge (EOF), and then we leave.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    assert _bridge is not None
+    try:
+        os.close(_bridge.fd_out)  # EOF after the report: a report that was lost shows as a death
+    except OSError:
+        pass
+    try:
+        os.set_blocking(_bridge.fd_in, True)
+        while os.read(_bridge.fd_in, 1 << 16):
+            pass
+    except BaseException:
+        pass
+    os._exit(0)
 
 
 def _fail(
@@ -324,13 +352,14 @@ def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
 
 
 def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
-    """Run one program in this freshly forked process; never returns."""
+    """Run one program in this freshly forked process; never returns.
+
+    Everything that does not depend on the program happens before the child waits for
+    its ``Start`` frame, so a child forked ahead of time has done it already.
+    """
     global _bridge, _max_output
     try:
         _contain(ctl_in, ctl_out, log_w, parent)
-        start = _read_start(ctl_in)
-        os.chdir(start.workdir)
-        _max_output = start.max_output_bytes
         _bridge = bridge = _Bridge(ctl_in, ctl_out)
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(
@@ -343,6 +372,11 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
         setattr(sys, "__stdout__", sys.stdout)  # noqa: B010 - the attribute is Final to mypy
         setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
         sys.argv = ["<program>"]
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        start = _read_start(ctl_in)  # a child forked ahead of time waits here
+        os.chdir(start.workdir)
+        _max_output = start.max_output_bytes
         namespace = _program_namespace(start, bridge)
         func = entry_point(marshal.loads(start.code), namespace)
         linecache.cache["<program>"] = (
@@ -355,7 +389,7 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
     except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
         os.write(2, f"dsh-code child set-up failed: {exc!r}\n".encode())
         os._exit(70)
-    _run(func, bridge)
+    _run(loop, func, bridge)
 
 
 def _program_namespace(start: Start, bridge: _Bridge) -> dict[str, Any]:
@@ -375,9 +409,7 @@ def _program_namespace(start: Start, bridge: _Bridge) -> dict[str, Any]:
     return namespace
 
 
-def _run(func: Any, bridge: _Bridge) -> None:
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
+def _run(loop: asyncio.AbstractEventLoop, func: Any, bridge: _Bridge) -> None:
     bridge.start(loop)
     try:
         value = loop.run_until_complete(func())
@@ -386,7 +418,7 @@ def _run(func: Any, bridge: _Bridge) -> None:
         return
     if value is _ABSENT:
         bridge.send(Done(has_value=False, value=msgspec.Raw(b"null")))
-        _exit_now(0)
+        _linger()
     problem = json_problem(value)
     if problem is not None:
         _fail("invalid_completion", f"the result is not lossless JSON: {problem}")
@@ -402,7 +434,7 @@ def _run(func: Any, bridge: _Bridge) -> None:
             f"would pass max_output_bytes ({_max_output})",
         )
     bridge.send(Done(has_value=True, value=msgspec.Raw(raw)))
-    _exit_now(0)
+    _linger()
 
 
 assert HEADER.size == 4

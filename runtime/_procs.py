@@ -65,9 +65,26 @@ def tree_cpu_ns(root: int) -> int:
     return sum(_process_cpu_ns(p) + _reaped_children_ns(p) for p in descendants(root))
 
 
-def kill_tree(root: int) -> None:
-    """SIGKILL ``root``'s process group and every descendant; gone processes are ignored."""
+def kill_tree(root: int, root_pidfd: int | None = None, *, watch: bool = False) -> list[int]:
+    """SIGKILL ``root``'s process group and every descendant; gone processes are ignored.
+
+    With ``root_pidfd`` the root is signalled through it, so a reused pid is never hit.
+    With ``watch``, returns pidfds of the killed descendants (the caller waits for them
+    to turn readable, i.e. exit, then closes them); otherwise [].
+    """
     pids = descendants(root)
+    watched: list[int] = []
+    if watch:
+        for pid in pids[1:]:
+            try:
+                watched.append(os.pidfd_open(pid))
+            except OSError:
+                pass
+    if root_pidfd is not None:
+        try:
+            signal.pidfd_send_signal(root_pidfd, signal.SIGKILL)
+        except OSError:
+            return watched  # the root is gone: its pid (and so its group id) may be reused
     try:
         os.killpg(root, signal.SIGKILL)
     except OSError:
@@ -77,3 +94,4 @@ def kill_tree(root: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    return watched

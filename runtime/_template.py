@@ -22,6 +22,27 @@ import time
 
 from runtime._child import child_main  # imported here, once, so every fork starts warm
 from runtime._procs import children, kill_tree
+from runtime._program import compile_program
+
+# Modules programs reach for: imported once here, so a child finds them loaded.
+_WARM = (
+    "collections",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "fractions",
+    "functools",
+    "itertools",
+    "json",
+    "math",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "textwrap",
+    "time",
+    "typing",
+)
 
 __all__ = ("main",)
 
@@ -102,6 +123,9 @@ class _Template:
 
 def main(sock_fd: int) -> None:
     """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF."""
+    for name in _WARM:
+        __import__(name)
+    compile_program("1")  # warms the compiler's own caches
     # Python's C-locale coercion sets LC_CTYPE at start-up; a child's environment is empty.
     os.environ.clear()
     libc = ctypes.CDLL(None)

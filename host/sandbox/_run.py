@@ -11,7 +11,6 @@ import codecs
 import math
 import os
 import shutil
-import struct
 import tempfile
 import time
 from typing import Any
@@ -20,15 +19,14 @@ import anyio
 import msgspec
 
 from host.sandbox._fdio import close_fd, read_some, write_all
-from host.sandbox._template import TemplateProcess
+from host.sandbox._slot import ChildSlot
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._json import json_problem
 from runtime._procs import kill_tree, tree_cpu_ns
 from runtime._wire import Call, Done, Failed, FrameBuffer, Reply, ReplyError, Start, encode_frame
 
-__all__ = ("Run", "RunOptions")
+__all__ = ("Run", "RunOptions", "default_workdir_root")
 
-_INT = struct.Struct("!i")
 _decoder = msgspec.json.Decoder(Call | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
 _CPUS = os.cpu_count() or 1
@@ -44,9 +42,18 @@ _SIGNAL_NAMES = {
 }
 
 
+def default_workdir_root() -> str:
+    """/dev/shm when writable (tmpfs: a run's mkdir + rmdir cost ~30 µs, not ~2 ms), else TMPDIR."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Backend settings that are not per-request limits."""
 
+    workdir_root: str
     isolation: str = "process"
     max_frame_bytes: int = 64 * 1024 * 1024 + 4096
     max_file_bytes: int = 256 * 1024 * 1024
@@ -70,13 +77,13 @@ class Run:
         self,
         request: RunRequest,
         code: bytes,
-        template: TemplateProcess,
+        slot: ChildSlot,
         options: RunOptions,
     ) -> None:
         self.request = request
         self.limits = request.limits
         self.code = code
-        self.template = template
+        self.slot = slot
         self.options = options
         self.logs: list[str] = []
         self.log_bytes = 0
@@ -88,7 +95,7 @@ class Run:
         self.value: Any = msgspec.UNSET
         self.scope = anyio.CancelScope()
         self.closing_reason: str | None = None
-        self._fds: dict[str, int] = {}
+        self._fds = slot.fds
         self._workdir: str | None = None
         self._frames = FrameBuffer(options.max_frame_bytes)
         self._seen_ids: set[int] = set()
@@ -97,6 +104,8 @@ class Run:
         self._send_lock = anyio.Lock()
         self._limiter = anyio.CapacityLimiter(self.limits.max_parallel_sub_calls)
         self._cpu_ns = 0
+        self._cpu_base = 0
+        self._pidfd: int | None = None
         self._exited = anyio.Event()
         self._started = time.monotonic()
         self._settled_at: float | None = None
@@ -170,7 +179,8 @@ class Run:
         self.outcome = outcome
         self._settled_at = time.monotonic()
         if self.pid is not None and not self._exited.is_set():
-            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid))  # last look before it is reaped
+            # last look before it is reaped
+            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid) - self._cpu_base)
         self.scope.cancel()
 
     def abort(self, reason: str) -> None:
@@ -181,26 +191,7 @@ class Run:
     # ---- start ---------------------------------------------------------------------------
 
     async def _spawn(self) -> None:
-        pipes = {}
-        for name in ("ctl_in", "ctl_out", "log", "status"):
-            r, w = os.pipe2(os.O_CLOEXEC)
-            pipes[name] = (r, w)
-        # host ends: we write ctl_in, read ctl_out/log/status
-        self._fds = {
-            "to_child": pipes["ctl_in"][1],
-            "from_child": pipes["ctl_out"][0],
-            "log": pipes["log"][0],
-            "status": pipes["status"][0],
-        }
-        child_ends = [pipes["ctl_in"][0], pipes["ctl_out"][1], pipes["log"][1], pipes["status"][1]]
-        for fd in self._fds.values():
-            os.set_blocking(fd, False)
-        self._workdir = tempfile.mkdtemp(prefix="dsh-run-")
-        try:
-            await self.template.fork(child_ends)
-        finally:
-            for fd in child_ends:
-                os.close(fd)
+        self._workdir = tempfile.mkdtemp(prefix="dsh-run-", dir=self.options.workdir_root)
         limits = self.limits
         start = Start(
             code=self.code,
@@ -216,22 +207,18 @@ class Run:
             open_files=self.options.max_open_files,
         )
         await self._send(encode_frame(start))
-        head = await self._read_status(5)
-        if len(head) == 5 and head[:1] == b"P":
-            self.pid = _INT.unpack(head[1:])[0]
-        else:
+        self.pid = await self.slot.wait_pid()
+        if self.pid is None:
             self._settle(
                 RunError(kind="died", message="the template process died before the child started")
             )
-
-    async def _read_status(self, size: int) -> bytes:
-        got = b""
-        while len(got) < size:
-            chunk = await read_some(self._fds["status"], size - len(got))
-            if not chunk:
-                break
-            got += chunk
-        return got
+            return
+        # A child forked ahead of time spent CPU on its set-up before this run: not billed.
+        self._cpu_base = tree_cpu_ns(self.pid)
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+        except OSError:  # already gone (reaped): the exit watcher falls back to the template
+            self._pidfd = None
 
     async def _send(self, frame: bytes) -> None:
         async with self._send_lock:
@@ -373,7 +360,8 @@ class Run:
                 return
             self._feed_logs(data)
 
-    def _feed_logs(self, data: bytes) -> None:
+    def _feed_logs(self, data: bytes) -> bool:
+        """Take log bytes up to the output cap; past it, the run is an ``output_limit``."""
         room = self.limits.max_output_bytes - self.log_bytes
         over = len(data) > room
         if over:
@@ -381,13 +369,22 @@ class Run:
         self.log_bytes += len(data)
         self._add_text(self._log_decoder.decode(data))
         if over:
-            self._settle(
-                RunError(
-                    kind="output_limit",
-                    message=f"the logs passed max_output_bytes ({self.limits.max_output_bytes}); "
-                    "they are kept up to the cap",
-                )
-            )
+            self._output_over()
+        return over
+
+    def _output_over(self) -> None:
+        error = RunError(
+            kind="output_limit",
+            message=f"the logs passed max_output_bytes ({self.limits.max_output_bytes}); "
+            "they are kept up to the cap",
+        )
+        if isinstance(self.outcome, RunResult):
+            # The child counted only what passed through sys.stdout/stderr; raw writes to
+            # fd 1 count too, and the host's count is the one that holds.
+            self.value = msgspec.UNSET
+            self.outcome = error
+        else:
+            self._settle(error)
 
     def _add_text(self, text: str) -> None:
         if not text:
@@ -408,14 +405,22 @@ class Run:
         if self._partial:
             self._add_text("\n")
 
-    async def _watch_exit(self) -> None:
-        got = await self._read_status(5)
-        if len(got) == 5 and got[:1] == b"X":
-            self.exit_status = _INT.unpack(got[1:])[0]
+    async def _wait_exited(self) -> None:
+        """Until the child has exited (a pidfd turns readable; no need to wait for the reap)."""
+        if self._pidfd is not None:
+            await anyio.wait_readable(self._pidfd)
+        else:
+            self.exit_status = await self.slot.wait_exit()
         self._exited.set()
+
+    async def _watch_exit(self) -> None:
+        await self._wait_exited()
         if self.outcome is None:
             self._drain_ctl()
         if self.outcome is None:
+            # It died on its own: its exit status comes from the template, which reaps it.
+            with anyio.move_on_after(self.options.settle_timeout):
+                self.exit_status = await self.slot.wait_exit()
             self._settle(RunError(kind="died", message=""))
 
     def _drain_ctl(self) -> None:
@@ -435,7 +440,7 @@ class Run:
             await anyio.sleep(0.0005)
         budget_ns = self.limits.compute_ms * 1_000_000
         while True:
-            self._cpu_ns = tree_cpu_ns(self.pid)
+            self._cpu_ns = tree_cpu_ns(self.pid) - self._cpu_base
             remaining = budget_ns - self._cpu_ns
             if remaining <= 0:
                 self._settle(
@@ -459,19 +464,25 @@ class Run:
 
     async def _cleanup(self) -> None:
         if self.pid is not None and not self._exited.is_set():
-            # Not reaped yet, so the pid is still ours: kill what the run started, then wait
-            # for the template, which reaps the child and sweeps up orphans, to say so.
-            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid))
-            kill_tree(self.pid)
-            if "status" in self._fds:
-                with anyio.move_on_after(self.options.settle_timeout):
-                    got = await self._read_status(5)
-                    if len(got) == 5 and got[:1] == b"X":
-                        self.exit_status = _INT.unpack(got[1:])[0]
+            # The child is alive (it lingers after reporting), so every process the program
+            # started is still in its tree: kill them all at once, then wait for its exit.
+            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid) - self._cpu_base)
+            watched = kill_tree(self.pid, self._pidfd, watch=True)
+            with anyio.move_on_after(self.options.settle_timeout):
+                await self._wait_exited()
+                for fd in watched:  # "gone" means exited, not merely signalled
+                    await anyio.wait_readable(fd)
+            for fd in watched:
+                close_fd(fd)
+        if isinstance(self.outcome, RunError) and self.outcome.kind == "died":
+            with anyio.move_on_after(self.options.settle_timeout):
+                self.exit_status = await self.slot.wait_exit()
+        if self._pidfd is not None:
+            close_fd(self._pidfd)
+            self._pidfd = None
         if "log" in self._fds:
             await self._drain_logs()
-        for fd in self._fds.values():
-            close_fd(fd)
+        self.slot.close()
         self._fds = {}
         if self._workdir is not None:
             try:
@@ -487,18 +498,5 @@ class Run:
                 data = await read_some(fd)
                 if not data:
                     break
-                room = self.limits.max_output_bytes - self.log_bytes
-                if len(data) > room:
-                    data = data[: max(room, 0)]
-                    over = True
-                self.log_bytes += len(data)
-                self._add_text(self._log_decoder.decode(data))
+                over = self._feed_logs(data)
         self._flush_logs()
-        if over and not isinstance(self.outcome, RunError):
-            # The child's own count missed raw writes; the host's count is the one that holds.
-            self.value = msgspec.UNSET
-            self.outcome = RunError(
-                kind="output_limit",
-                message=f"the logs passed max_output_bytes ({self.limits.max_output_bytes}); "
-                "they are kept up to the cap",
-            )

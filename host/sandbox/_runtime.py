@@ -8,7 +8,8 @@ from typing import Any
 
 import anyio
 
-from host.sandbox._run import Run, RunOptions
+from host.sandbox._run import Run, RunOptions, default_workdir_root
+from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._errors import RuntimeClosedError, RuntimeUsageError
@@ -40,7 +41,8 @@ class SubprocessRuntime:
     """Runs each program in a fresh child forked from a template process (Linux only).
 
     Use ``async with SubprocessRuntime() as rt:`` or call ``aclose()`` when done; the
-    template starts on the first run. ``max_concurrent_runs`` bounds children alive at once.
+    template starts on the first run. ``max_concurrent_runs`` bounds runs at once;
+    ``prefork`` children are kept forked ahead of time, each used for one run only.
     """
 
     language = "python"
@@ -52,6 +54,8 @@ class SubprocessRuntime:
         max_frame_bytes: int = 64 * 1024 * 1024 + 4096,
         max_file_bytes: int = 256 * 1024 * 1024,
         max_open_files: int = 256,
+        prefork: int = 1,
+        workdir_root: str | None = None,
         python: str = sys.executable,
     ) -> None:
         if not sys.platform.startswith("linux"):
@@ -61,7 +65,12 @@ class SubprocessRuntime:
             )
         if max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
+        if prefork < 0:
+            raise ValueError("prefork must be 0 or more")
+        self._prefork = prefork
+        self._spares: list[ChildSlot] = []
         self._options = RunOptions(
+            workdir_root=workdir_root or default_workdir_root(),
             max_frame_bytes=max_frame_bytes,
             max_file_bytes=max_file_bytes,
             max_open_files=max_open_files,
@@ -74,6 +83,11 @@ class SubprocessRuntime:
         self._runs: set[Run] = set()
         self._idle: anyio.Event | None = None
         self._closed = False
+
+    @property
+    def workdir_root(self) -> str:
+        """Where runs' private working directories are made (and removed)."""
+        return self._options.workdir_root
 
     @property
     def isolation(self) -> str:
@@ -105,7 +119,8 @@ class SubprocessRuntime:
             if self._closed:
                 raise RuntimeClosedError("this SubprocessRuntime closed while the run was waiting")
             template = await self._ensure_template()
-            run = Run(request, marshal.dumps(code), template, self._options)
+            slot = await self._take_slot(template)
+            run = Run(request, marshal.dumps(code), slot, self._options)
             self._runs.add(run)
             try:
                 return await run.execute()
@@ -131,6 +146,22 @@ class SubprocessRuntime:
                 await self._template.start()
             return self._template
 
+    async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
+        """A spare child if one is ready, else a fresh fork; then ask for the next spare."""
+        slot = None
+        while self._spares and slot is None:
+            spare = self._spares.pop(0)
+            if spare.template is template and not spare.stale():
+                slot = spare
+            else:
+                spare.close()
+        if slot is None:
+            slot = await ChildSlot.fork(template)
+        while len(self._spares) < self._prefork:
+            # Only a request: the template forks it while this run goes on.
+            self._spares.append(await ChildSlot.fork(template))
+        return slot
+
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child has exited, stop the template."""
         self._closed = True
@@ -140,6 +171,9 @@ class SubprocessRuntime:
                 run.abort("the runtime was closed while the run was in flight")
             with anyio.CancelScope(shield=True):
                 await self._idle.wait()
+        for spare in self._spares:
+            spare.close()
+        self._spares = []
         if self._template is not None:
             with anyio.CancelScope(shield=True):
                 await self._template.aclose()

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
-
-
-def run_dirs() -> set[str]:
-    """The private working directories of runs that still exist."""
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "dsh-run-*")))
+from host.sandbox._run import default_workdir_root
 
 
 def open_fds() -> set[int]:
@@ -24,13 +19,22 @@ def open_fds() -> set[int]:
 
 
 @pytest.fixture
-async def rt() -> AsyncIterator[SubprocessRuntime]:
+def workdir_root() -> Iterator[str]:
+    """A root for this test's run directories only (other test processes share /dev/shm)."""
+    root = tempfile.mkdtemp(prefix="dsh-test-", dir=default_workdir_root())
+    yield root
+    leftovers = os.listdir(root)
+    os.rmdir(root) if not leftovers else None
+    assert leftovers == [], "a run left its working directory behind"
+
+
+@pytest.fixture
+async def rt(workdir_root: str) -> AsyncIterator[SubprocessRuntime]:
     """A fresh runtime; after the test, nothing it started may be left (processes, dirs, fds)."""
-    dirs_before = run_dirs()
-    runtime = SubprocessRuntime()
+    runtime = SubprocessRuntime(workdir_root=workdir_root)
     fds_before = open_fds()
     async with runtime:
         yield runtime
     assert psutil.Process().children(recursive=True) == []
-    assert run_dirs() - dirs_before == set()
+    assert os.listdir(workdir_root) == []
     assert open_fds() - fds_before == set()

@@ -1,0 +1,94 @@
+"""A child slot: the host's ends of one child's pipes, from the fork request to the run."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from host.sandbox._fdio import close_fd, read_some
+from host.sandbox._template import TemplateProcess
+
+__all__ = ("ChildSlot",)
+
+_INT = struct.Struct("!i")
+_RECORD = 5  # b"P" or b"X", then a 4-byte int
+
+
+class ChildSlot:
+    """One child asked of the template; forked ahead of time, it waits for its program."""
+
+    def __init__(self, template: TemplateProcess, fds: dict[str, int]) -> None:
+        self.template = template
+        self.fds = fds
+        self.pid: int | None = None
+        self.exit_status: int | None = None
+        self._pending = b""
+
+    @classmethod
+    async def fork(cls, template: TemplateProcess) -> ChildSlot:
+        """Create the pipes and ask the template to fork a child on them (does not wait)."""
+        ctl_in_r, ctl_in_w = os.pipe2(os.O_CLOEXEC)
+        ctl_out_r, ctl_out_w = os.pipe2(os.O_CLOEXEC)
+        log_r, log_w = os.pipe2(os.O_CLOEXEC)
+        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        fds = {"to_child": ctl_in_w, "from_child": ctl_out_r, "log": log_r, "status": status_r}
+        for fd in fds.values():
+            os.set_blocking(fd, False)
+        child_ends = [ctl_in_r, ctl_out_w, log_w, status_w]
+        try:
+            await template.fork(child_ends)
+        except BaseException:
+            for fd in fds.values():
+                os.close(fd)
+            raise
+        finally:
+            for fd in child_ends:
+                os.close(fd)
+        return cls(template, fds)
+
+    def _parse(self, data: bytes) -> None:
+        self._pending += data
+        while len(self._pending) >= _RECORD:
+            tag, value = self._pending[:1], _INT.unpack(self._pending[1:_RECORD])[0]
+            self._pending = self._pending[_RECORD:]
+            if tag == b"P":
+                self.pid = value
+            elif tag == b"X":
+                self.exit_status = value
+
+    def stale(self) -> bool:
+        """True if this spare can no longer run a program (its child or template is gone)."""
+        if not self.template.alive:
+            return True
+        try:
+            data = os.read(self.fds["status"], 64)
+        except BlockingIOError:
+            return False
+        if not data:
+            return True
+        self._parse(data)
+        return self.exit_status is not None
+
+    async def wait_pid(self) -> int | None:
+        """The child's pid, once the template has forked it; None if the template died first."""
+        while self.pid is None:
+            data = await read_some(self.fds["status"], _RECORD)
+            if not data:
+                return None
+            self._parse(data)
+        return self.pid
+
+    async def wait_exit(self) -> int | None:
+        """The child's exit status, once the template has reaped it and swept its orphans."""
+        while self.exit_status is None:
+            data = await read_some(self.fds["status"], _RECORD)
+            if not data:
+                return None
+            self._parse(data)
+        return self.exit_status
+
+    def close(self) -> None:
+        """Close the host's ends; an idle spare child sees EOF and exits."""
+        for fd in self.fds.values():
+            close_fd(fd)
+        self.fds = {}
