@@ -1,0 +1,216 @@
+"""Emit the Python SDK text: a stub module the model reads and a type checker accepts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from sdkgen._names import is_py_name
+from sdkgen._nodes import (
+    AliasDef,
+    Field,
+    ListOf,
+    Lit,
+    MapOf,
+    Named,
+    ObjectDef,
+    Prim,
+    Sdk,
+    ToolDef,
+    TypeNode,
+    UnionOf,
+)
+
+_HEADER = '''\
+"""Call `await tools.<name>(...)` with keyword arguments; a failed call raises ToolCallError."""
+
+{imports}
+
+JsonValue: TypeAlias = dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None
+
+
+class ToolCallError(Exception):
+    """Raised when a tool call fails: .tool (its name), .code, .message."""
+
+    tool: str
+    code: str
+    message: str
+
+    def __init__(self, tool: str, message: str, code: str) -> None: ...
+'''
+_PRIMS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "none": "None"}
+
+
+def emit_python(sdk: Sdk) -> str:
+    """Return the Python stub text for sdk."""
+    parts = []
+    shadowing = _ANNOTATION_NAMES | {definition.name for definition in sdk.types}
+    for definition in sdk.types:
+        if isinstance(definition, ObjectDef):
+            parts.append(_object(definition, shadowing))
+        else:
+            parts.append(_alias(definition))
+    parts.append(_tools(sdk.tools))
+    body = "\n".join(parts)
+    used = [name for name in _TYPING if re.search(rf"\b{name}\b", body)]
+    imports = f"from typing import {', '.join(sorted([*used, 'TypeAlias']))}"
+    return _HEADER.replace("{imports}", imports) + "\n" + body
+
+
+_TYPING = ("Literal", "NotRequired", "TypedDict", "Unpack")
+
+
+def py_type(node: TypeNode) -> str:
+    """Return the Python annotation for a type node."""
+    match node:
+        case Prim(kind="json"):
+            return "JsonValue"
+        case Prim(kind=kind):
+            return _PRIMS[kind]
+        case Lit(value=value):
+            return f"Literal[{_literal(value)}]"
+        case ListOf(item=item):
+            return f"list[{py_type(item)}]"
+        case MapOf(value=value):
+            return f"dict[str, {py_type(value)}]"
+        case Named(name=name):
+            return name
+        case UnionOf(members=members):
+            out: list[str] = []
+            literals = [_literal(m.value) for m in members if isinstance(m, Lit)]
+            for member in members:
+                if not isinstance(member, Lit):
+                    out.append(py_type(member))
+                elif literals:
+                    out.append(f"Literal[{', '.join(literals)}]")
+                    literals = []
+            return " | ".join(out)
+    raise AssertionError(node)  # pragma: no cover
+
+
+def _literal(value: str | int | bool) -> str:
+    if isinstance(value, str):
+        return quote(value)
+    return repr(value)
+
+
+def quote(text: str) -> str:
+    """Return a double-quoted string literal valid in Python and TypeScript."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    try:
+        quoted.encode("utf-8")
+    except UnicodeEncodeError:
+        quoted = json.dumps(text)
+    return quoted
+
+
+# A class-syntax TypedDict key would shadow these names for the annotations after it.
+_ANNOTATION_NAMES = frozenset(
+    ["JsonValue", "Literal", "None", "NotRequired", "bool", "dict", "float", "int", "list", "str"]
+)
+
+
+def _object(definition: ObjectDef, shadowing: frozenset[str] | set[str]) -> str:
+    keys = [field.key for field in definition.fields]
+    if all(is_py_name(key) and key not in shadowing for key in keys):
+        lines = [f"class {definition.name}(TypedDict):"]
+        if definition.doc:
+            lines.append(docstring(definition.doc, "    "))
+        lines.extend(f"    {f.key}: {_field_type(f)}{_comment(f.doc)}" for f in definition.fields)
+        return "\n".join(lines) + "\n"
+    lines = [f"# {line}" if line else "#" for line in definition.doc.split("\n") if definition.doc]
+    lines.append(f'{definition.name} = TypedDict("{definition.name}", {{')
+    lines.extend(
+        f"    {quote(f.key)}: {_field_type(f)},{_comment(f.doc)}" for f in definition.fields
+    )
+    lines.append("})")
+    return "\n".join(lines) + "\n"
+
+
+def _field_type(field: Field) -> str:
+    text = py_type(field.type)
+    return text if field.required else f"NotRequired[{text}]"
+
+
+def _comment(doc: str) -> str:
+    return f"  # {' '.join(doc.split())}" if doc else ""
+
+
+def _alias(definition: AliasDef) -> str:
+    lines = [f"{definition.name}: TypeAlias = {py_type(definition.target)}"]
+    if definition.doc:
+        lines.append(docstring(definition.doc, ""))
+    return "\n".join(lines) + "\n"
+
+
+def _tools(tools: tuple[ToolDef, ...]) -> str:
+    lines = ["class tools:"] if tools else ["class tools: ..."]
+    for i, tool in enumerate(tools):
+        if i:
+            lines.append("")
+        lines.append("    @staticmethod")
+        head = f"    async def {tool.py_name}({_signature(tool)}) -> {py_type(tool.returns)}:"
+        doc = _tool_doc(tool)
+        lines.append(f"{head}\n{docstring(doc, '        ')}" if doc else f"{head} ...")
+    return "\n".join(lines) + "\n"
+
+
+def _signature(tool: ToolDef) -> str:
+    params = tool.params
+    if params.args_type is not None:
+        return f"**args: Unpack[{params.args_type}]"
+    parts = []
+    for field in params.fields:
+        text = py_type(field.type)
+        if field.required:
+            parts.append(f"{field.key}: {text}")
+        else:
+            nullable = text.endswith("| None") or text in ("None", "JsonValue")
+            none = text if nullable else f"{text} | None"
+            parts.append(f"{field.key}: {none} = None")
+    if parts:
+        parts.insert(0, "*")
+    if params.extra is not None:
+        parts.append(f"**{_free_name(params.fields)}: {py_type(params.extra)}")
+    return ", ".join(parts)
+
+
+def _free_name(fields: tuple[Field, ...]) -> str:
+    keys = {field.key for field in fields}
+    name = "args"
+    while name in keys:
+        name += "_"
+    return name
+
+
+def _tool_doc(tool: ToolDef) -> str:
+    lines = [tool.doc] if tool.doc else []
+    documented = [f for f in tool.params.fields if f.doc]
+    if documented:
+        lines.append("")
+        lines.extend(f"{f.key}: {_indent_rest(f.doc, '    ')}" for f in documented)
+    if tool.params.args_type is not None:
+        lines.append("")
+        lines.append(f'Pass arguments as **{{"key": value}} (keys of {tool.params.args_type}).')
+    if tool.returns_doc:
+        lines.append("")
+        lines.append(f"Returns: {_indent_rest(tool.returns_doc, '    ')}")
+    return "\n".join(lines).strip("\n")
+
+
+def _indent_rest(text: str, indent: str) -> str:
+    return text.replace("\n", "\n" + indent)
+
+
+def docstring(text: str, indent: str) -> str:
+    """Return text as a docstring at indent, escaped so any text stays one string literal."""
+    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if body.endswith('"'):
+        body = body[:-1] + '\\"'
+    lines = body.split("\n")
+    if len(lines) == 1:
+        return f'{indent}"""{body}"""'
+    out = [f'{indent}"""{lines[0]}']
+    out.extend(f"{indent}{line}" if line else "" for line in lines[1:])
+    out.append(f'{indent}"""')
+    return "\n".join(out)
