@@ -400,12 +400,12 @@ def _program_namespace(start: Start, bridge: _Bridge) -> dict[str, Any]:
         ABSENT_NAME: _ABSENT,
         "ToolCallError": ToolCallError,
     }
+    namespace.update(start.inputs)
+    _install_bindings(namespace, start.bindings, bridge)
     if start.policy == "restricted":
         from runtime._restricted import restricted_globals
 
-        namespace.update(restricted_globals())
-    namespace.update(start.inputs)
-    _install_bindings(namespace, start.bindings, bridge)
+        namespace.update(restricted_globals())  # last: no input may shadow a guard hook
     return namespace
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import types
 import warnings
 from typing import Any, Literal
@@ -130,7 +131,9 @@ def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
         try:
             tree = restrict(tree, FILENAME)
         except PolicyViolation as exc:
-            raise ProgramRejected("\n".join(exc.messages)) from None
+            first = re.match(r"line (\d+):", exc.messages[0]) if exc.messages else None
+            lineno = int(first.group(1)) if first else None
+            raise ProgramRejected("\n".join(exc.messages), lineno) from None
     elif policy != "python":
         raise ValueError(f"unknown policy {policy!r}: use 'python' or 'restricted'")
     module = _wrap(tree)

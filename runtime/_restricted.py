@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
+import collections
 import operator
 import string
 import sys
@@ -15,6 +16,7 @@ from typing import Any, cast
 
 from RestrictedPython.transformer import (
     INSPECT_ATTRIBUTES,
+    IOPERATOR_TO_STR,
     RestrictingNodeTransformer,
     copy_locations,
 )
@@ -46,7 +48,7 @@ class PolicyViolation(Exception):
 # -- what a program may import, and which attributes of each module it may read ----------------
 # "*" means every public name, "-x" then takes x out; otherwise the words are the allow-list.
 # Whatever the list says, a module attribute whose value is a module outside this table, a frame,
-# a code object, a traceback or an event loop is refused (see _check_value): that is what stops
+# a code object, a traceback or an event loop is refused (see _check_hidden): that is what stops
 # walks such as ``datetime.sys`` or ``fractions.os``.
 _MODULE_SPECS: dict[str, str] = {
     "asyncio": "ALL_COMPLETED FIRST_COMPLETED FIRST_EXCEPTION Barrier BoundedSemaphore "
@@ -116,13 +118,9 @@ ALLOWED_MODULES: dict[str, tuple[bool, frozenset[str]]] = {
 # they hand out the event loop (subprocess_exec, sockets) or the runtime's coroutines and frames.
 _DENIED_ATTRIBUTES = INSPECT_ATTRIBUTES | {"get_loop", "get_coro", "get_stack", "print_stack"}
 _FORMAT_METHODS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
-_HIDDEN_TYPES = (
-    types.ModuleType,
-    types.FrameType,
-    types.CodeType,
-    types.TracebackType,
-    asyncio.AbstractEventLoop,
-)
+_FORMATTERS = (str, collections.UserString, string.Formatter)
+_HIDDEN_TYPES: tuple[type, ...] = (types.ModuleType, types.FrameType, types.CodeType)
+_HIDDEN_TYPES += (types.TracebackType, asyncio.AbstractEventLoop)
 
 # Data-model methods a program's classes may define (RestrictedPython allows only __init__ and
 # comparisons); `super().<name>` may reach the same names.
@@ -201,8 +199,12 @@ def _is_super_call(node: ast.expr) -> bool:
     )
 
 
+def _load(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
 def _call(name: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
-    call = ast.Call(func=ast.Name(name, ast.Load()), args=args, keywords=[])
+    call = ast.Call(func=_load(name), args=args, keywords=[])
     ast.copy_location(call, where)
     return ast.fix_missing_locations(call)
 
@@ -210,9 +212,9 @@ def _call(name: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
 class _AsyncPolicy(RestrictingNodeTransformer):
     """RestrictedPython's checks, extended to async code, augmented assignment and dataclasses."""
 
-    def __init__(self, errors: list[str], bound: set[str]) -> None:
+    def __init__(self, errors: list[str]) -> None:
         super().__init__(errors, [], {})
-        self.bound = bound
+        self.denied_loads: list[ast.Name] = []
 
     # Messages: line first, what is refused, what to do instead.
 
@@ -254,12 +256,18 @@ class _AsyncPolicy(RestrictingNodeTransformer):
     # Names and calls: print stays the builtin (RestrictedPython would collect it in `printed`).
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load):
-            hint = _DENIED_BUILTINS.get(node.id)
-            if hint is not None and node.id not in self.bound:
-                self.error(node, f"`{node.id}` is not available in the restricted policy; {hint}")
+        if node.id in _DENIED_BUILTINS and isinstance(node.ctx, ast.Load):
+            self.denied_loads.append(node)  # judged once the whole program is seen
         self.check_name(node, node.id)
         return node
+
+    def check_denied_loads(self, tree: ast.AST) -> None:
+        """A denied builtin is an error unless the program binds that name itself somewhere."""
+        bound = _bound_names(tree) if self.denied_loads else set()
+        for node in self.denied_loads:
+            if node.id not in bound:
+                hint = _DENIED_BUILTINS[node.id]
+                self.error(node, f"`{node.id}` is not available in the restricted policy; {hint}")
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         # RestrictingNodeTransformer.visit_Call minus its exec/eval check (visit_Name covers it).
@@ -328,37 +336,21 @@ class _AsyncPolicy(RestrictingNodeTransformer):
             # Kept native (RestrictedPython calls _inplacevar_): an operator on values the program
             # already holds crosses no boundary, and `total += x` is the hottest line of a loop.
             return self.node_contents_visit(node)
-        op = ast.Constant(_IOPERATORS[type(node.op)])
-        obj_name = self.gen_tmp_name()
-        stmts: list[ast.stmt] = [
-            ast.Assign(targets=[ast.Name(obj_name, ast.Store())], value=self.visit(target.value))
-        ]
+        op = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
+        obj = self.gen_tmp_name()
+        stmts: list[ast.stmt] = [ast.Assign([ast.Name(obj, ast.Store())], self.visit(target.value))]
         if isinstance(target, ast.Attribute):
             if target.attr.startswith("_") or target.attr in _DENIED_ATTRIBUTES:
                 self.error(node, f'"{target.attr}" cannot be assigned: {_ATTRIBUTE_HINT}')
-            read: ast.expr = _call(
-                "_getattr_", [ast.Name(obj_name, ast.Load()), ast.Constant(target.attr)], node
-            )
-            store: ast.expr = ast.Attribute(
-                value=_call("_write_", [ast.Name(obj_name, ast.Load())], node),
-                attr=target.attr,
-                ctx=ast.Store(),
-            )
+            read = _call("_getattr_", [_load(obj), ast.Constant(target.attr)], node)
+            write = _call("_write_", [_load(obj)], node)
+            store: ast.expr = ast.Attribute(write, target.attr, ast.Store())
         else:
-            key_name = self.gen_tmp_name()
-            stmts.append(
-                ast.Assign(
-                    targets=[ast.Name(key_name, ast.Store())], value=self.visit(target.slice)
-                )
-            )
-            read = _call(
-                "_getitem_", [ast.Name(obj_name, ast.Load()), ast.Name(key_name, ast.Load())], node
-            )
-            store = ast.Subscript(
-                value=_call("_write_", [ast.Name(obj_name, ast.Load())], node),
-                slice=ast.Name(key_name, ast.Load()),
-                ctx=ast.Store(),
-            )
+            key = self.gen_tmp_name()
+            stmts.append(ast.Assign([ast.Name(key, ast.Store())], self.visit(target.slice)))
+            read = _call("_getitem_", [_load(obj), _load(key)], node)
+            write = _call("_write_", [_load(obj)], node)
+            store = ast.Subscript(write, _load(key), ast.Store())
         value = _call("_inplacevar_", [op, read, self.visit(node.value)], node)
         stmts.append(ast.Assign(targets=[store], value=value))
         for stmt in stmts:
@@ -386,6 +378,9 @@ class _AsyncPolicy(RestrictingNodeTransformer):
         return node
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        if any(k.arg is None for k in node.keywords):
+            # class A(**{"metaclass": M}) would smuggle in the keyword refused below.
+            self.error(node, "`**` in a class statement is not allowed; pass keywords by name")
         new = cast(ast.ClassDef, super().visit_ClassDef(node))
         # RestrictedPython rebuilds the class from a template parsed at line 1 and drops the
         # class keywords (TypedDict's total=...): give back the program's line and keywords.
@@ -434,26 +429,25 @@ class _AsyncPolicy(RestrictingNodeTransformer):
         return node
 
 
-_IOPERATORS: dict[type[ast.operator], str] = {
-    ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Mod: "%=", ast.Pow: "**=",
-    ast.LShift: "<<=", ast.RShift: ">>=", ast.BitOr: "|=", ast.BitXor: "^=", ast.BitAnd: "&=",
-    ast.FloorDiv: "//=", ast.MatMult: "@=",
-}  # fmt: skip
-
-
 def restrict(tree: ast.Module, filename: str = "<program>") -> ast.Module:
     """Check and transform a parsed program (top-level await/return allowed) for the policy."""
     errors: list[str] = []
-    policy = _AsyncPolicy(errors, _bound_names(tree))
+    policy = _AsyncPolicy(errors)
     # RestrictedPython reports through its own lists; any Python warning raised while
     # transforming is not a policy matter and must not escape into the caller.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = policy.visit(tree)
+    policy.check_denied_loads(result)
     if errors:
-        raise PolicyViolation(dict.fromkeys(errors), filename)
+        raise PolicyViolation(sorted(dict.fromkeys(errors), key=_line_of), filename)
     assert isinstance(result, ast.Module)
-    return ast.fix_missing_locations(result)
+    return result  # every node added above already carries the location of what it replaces
+
+
+def _line_of(message: str) -> int:
+    head = message.partition(":")[0]
+    return int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0
 
 
 # -- the guards the transformed code calls ------------------------------------------------------
@@ -465,47 +459,112 @@ class AccessDenied(AttributeError):
     """Raised in a program that reads or writes what the restricted policy hides."""
 
 
-def _check_value(value: Any, what: str) -> Any:
+_ModuleType = types.ModuleType
+# type -> are its instances hidden; filled on first sight, so the common case is one dict lookup.
+_HIDDEN_BY_TYPE: dict[type, bool] = {}
+
+
+def _is_hidden_type(kind: type) -> bool:
+    hidden = _HIDDEN_BY_TYPE[kind] = issubclass(kind, _HIDDEN_TYPES)
+    return hidden
+
+
+def _real_module(module: types.ModuleType) -> str | None:
+    """Its allow-list name, checked by identity: a renamed module must not borrow another's list."""
+    name = getattr(module, "__name__", None)
+    if type(name) is str and name in ALLOWED_MODULES and sys.modules.get(name) is module:
+        return name
+    return None
+
+
+def _check_hidden(value: Any, what: str) -> None:
     """Refuse modules outside the allow-list, frames, code objects, tracebacks and event loops."""
-    if isinstance(value, _HIDDEN_TYPES) and not (
-        type(value) is types.ModuleType and value.__name__ in ALLOWED_MODULES
-    ):
-        kind = type(value).__name__
-        if isinstance(value, types.ModuleType):
-            kind = f"module {value.__name__!r}"
-        raise AccessDenied(f"{what} is a {kind}, which the restricted policy hides")
+    if isinstance(value, _ModuleType):
+        if _real_module(value) is not None:
+            return
+        raise AccessDenied(f"{what} is the module {value.__name__!r}, which the policy hides")
+    raise AccessDenied(f"{what} is a {type(value).__name__}, which the restricted policy hides")
+
+
+def _check_value(value: Any, what: str) -> Any:
+    hidden = _HIDDEN_BY_TYPE.get(type(value))
+    if hidden or (hidden is None and _is_hidden_type(type(value))):
+        _check_hidden(value, what)
     return value
+
+
+def _owned(ob: Any) -> bool:
+    """Created by the program: an instance of one of its classes, one of its classes or functions."""
+    if getattr(type(ob), "__module__", None) == PROGRAM_MODULE:
+        return True
+    return isinstance(ob, type | types.FunctionType) and ob.__module__ == PROGRAM_MODULE
+
+
+def _this_class(ob: super) -> Any:
+    return getattr(ob, "__thisclass__")  # noqa: B009 (typeshed does not know the attribute)
+
+
+# Names already found ordinary (no "_", not special): the common case costs one set lookup.
+_PLAIN_NAMES: set[str] = set()
+
+
+def _check_name(ob: Any, name: str) -> None:
+    """The first sight of a name, and the rare ones: private, runtime handles, str formatting."""
+    if type(name) is not str:
+        raise TypeError(f"attribute name must be a string (exactly str), not {type(name).__name__}")
+    if name.startswith("_"):
+        # super().__init__() in the program's own classes; super(ModuleType, m).__init__("x")
+        # would rename a module, super(SimpleNamespace, tools).__init__(...) rewrite bindings.
+        if not (type(ob) is super and name in _MAGIC_METHODS and _owned(_this_class(ob))):
+            raise AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
+    elif name in _DENIED_ATTRIBUTES:
+        raise AccessDenied(f"{name!r} is hidden in the restricted policy (it exposes the runtime)")
+    elif name not in _FORMAT_METHODS:
+        _PLAIN_NAMES.add(name)
+    elif (
+        not _owned(ob)
+        or isinstance(ob, _FORMATTERS)
+        or (isinstance(ob, type) and issubclass(ob, _FORMATTERS))
+    ):
+        # "{0.__class__}".format(x) walks attributes without _getattr_ (str, UserString,
+        # string.Formatter, and subclasses); f-strings are checked when the program is compiled.
+        owner = ob.__name__ if isinstance(ob, type) else type(ob).__name__
+        raise AccessDenied(
+            f"{owner}.{name}() is not allowed in the restricted policy; use an f-string, "
+            "'%' formatting or string concatenation"
+        )
 
 
 def _guarded_getattr(ob: Any, name: str, default: Any = _MISSING) -> Any:
     """``_getattr_``: the attribute read every ``a.b`` in a program turns into."""
-    if type(name) is not str:
-        raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
-    if name.startswith("_"):
-        if not (type(ob) is super and name in _MAGIC_METHODS):
-            raise AccessDenied(f"{name!r}: {_ATTRIBUTE_HINT}")
-    elif name in _DENIED_ATTRIBUTES:
-        raise AccessDenied(f"{name!r} is hidden in the restricted policy (it exposes the runtime)")
-    elif name in _FORMAT_METHODS and (
-        isinstance(ob, str | string.Formatter)
-        or (isinstance(ob, type) and issubclass(ob, str | string.Formatter))
-    ):
-        # "{0.__class__}".format(x) walks attributes without _getattr_; f-strings are checked.
-        raise AccessDenied(
-            f"str.{name}() is not allowed in the restricted policy; use an f-string, "
-            "'%' formatting or string concatenation"
-        )
-    if type(ob) is types.ModuleType and not _module_allows(ob.__name__, name):
-        raise AccessDenied(
-            f"module {ob.__name__!r} attribute {name!r} is not available in the restricted policy"
-        )
+    # Exact str first: a str subclass whose __eq__/__hash__ lie would match a cached name.
+    if type(name) is not str or name not in _PLAIN_NAMES:
+        _check_name(ob, name)
+    hidden = _HIDDEN_BY_TYPE.get(type(ob))
+    if hidden or (hidden is None and _is_hidden_type(type(ob))):
+        _check_owner(ob, name)
     value = getattr(ob, name) if default is _MISSING else getattr(ob, name, default)
-    return _check_value(value, f"attribute {name!r}")
+    hidden = _HIDDEN_BY_TYPE.get(type(value))
+    if hidden or (hidden is None and _is_hidden_type(type(value))):
+        _check_hidden(value, f"attribute {name!r}")
+    return value
+
+
+def _check_owner(ob: Any, name: str) -> None:
+    """Attributes of modules follow the allow-list; other hidden objects have none."""
+    module = _real_module(ob) if isinstance(ob, _ModuleType) else None
+    if module is None or not _module_allows(module, name):
+        where = f"module {ob.__name__!r}" if isinstance(ob, _ModuleType) else type(ob).__name__
+        raise AccessDenied(f"{where} attribute {name!r} is not available in the restricted policy")
 
 
 def _guarded_getitem(ob: Any, key: Any) -> Any:
     """``_getitem_``: every ``a[k]`` read; the value passes the same check as attributes."""
-    return _check_value(ob[key], "the item")
+    value = ob[key]
+    hidden = _HIDDEN_BY_TYPE.get(type(value))
+    if hidden or (hidden is None and _is_hidden_type(type(value))):
+        _check_hidden(value, "the item")
+    return value
 
 
 class _ReadOnly:
@@ -533,15 +592,22 @@ class _ReadOnly:
         self.__setattr__(name, None)
 
 
-_WRITABLE_TYPES = frozenset({dict, list, set, bytearray})
+# Types whose instances take attribute writes: builtin containers, then each program class as
+# it is first written to (a class's __module__ cannot change: the program cannot write "_" names).
+_WRITABLE_TYPES: set[type] = {dict, list, set, bytearray}
+# Stdlib objects whose public attributes are settings a program is meant to change.
+_WRITABLE_FOREIGN = frozenset({("decimal", "Context")})
 
 
 def _guarded_write(ob: Any) -> Any:
     """``_write_``: attribute writes reach only the program's own classes, instances, functions."""
-    kind = type(ob)
-    if kind in _WRITABLE_TYPES or getattr(kind, "__module__", None) == PROGRAM_MODULE:
+    if type(ob) in _WRITABLE_TYPES:
         return ob
-    if isinstance(ob, type | types.FunctionType) and ob.__module__ == PROGRAM_MODULE:
+    kind = type(ob)
+    if getattr(kind, "__module__", None) == PROGRAM_MODULE:
+        _WRITABLE_TYPES.add(kind)
+        return ob
+    if _owned(ob) or (getattr(kind, "__module__", None), kind.__qualname__) in _WRITABLE_FOREIGN:
         return ob
     return _ReadOnly(ob)
 
@@ -580,10 +646,12 @@ def _guarded_import(
     level: int = 0,
 ) -> Any:
     """``__import__``: the allow-list, checked before anything is imported."""
-    if level or name not in ALLOWED_MODULES:
+    if level or type(name) is not str or name not in ALLOWED_MODULES:
         raise ImportError(f"{name!r} cannot be imported in the restricted policy; {_import_hint()}")
     for item in fromlist or ():
-        if f"{name}.{item}" not in ALLOWED_MODULES and not _module_allows(name, item):
+        if type(item) is not str or not (
+            f"{name}.{item}" in ALLOWED_MODULES or _module_allows(name, item)
+        ):
             raise ImportError(f"{item!r} cannot be imported from {name!r} in the restricted policy")
     module = builtins.__import__(name, globals, locals, tuple(fromlist or ()), 0)
     # `from datetime import sys` reads the attribute without _getattr_: check the values here.
@@ -615,7 +683,11 @@ def _guarded_hasattr(ob: Any, name: str) -> bool:
 
 
 class _TypeMeta(type):
-    """Makes ``type`` one-argument only, while ``isinstance(x, type)`` keeps working."""
+    """``type`` is one-argument only, and never hands out a metaclass (``type(int)`` is itself)."""
+
+    # A real metaclass (type, ABCMeta, EnumType) called with three arguments builds a class from
+    # a dict whose keys skip the class-body checks, e.g. ``__reduce__``: copy.copy() would then
+    # rebuild any object and write attributes into it past the write guard.
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if len(args) != 1 or kwargs:
@@ -623,7 +695,8 @@ class _TypeMeta(type):
                 "type() with three arguments is not allowed in the restricted policy; "
                 "use a class statement"
             )
-        return type(args[0])
+        kind = type(args[0])
+        return cls if issubclass(kind, type) else kind
 
     def __instancecheck__(cls, instance: Any) -> bool:
         return isinstance(instance, type)
