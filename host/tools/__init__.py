@@ -1,1 +1,131 @@
 """host.tools: the tool schema DSL, validation, registry and scopes, and the pipeline."""
+
+from __future__ import annotations
+
+import contextlib as _contextlib
+
+from ._batch import ToolCallRequest, is_concurrency_safe, run_tool_calls
+from ._definition import Output, ToolDefinition, ToolRunContext, define_tool, find_tools
+from ._exceptions import (
+    ReservedToolNameError,
+    SchemaError,
+    ScopeError,
+    ToolDefinitionError,
+    ToolsError,
+)
+from ._infer import FunctionTool, hint_to_node, tool
+from ._json import FrozenDict, FrozenList, canonical_json, freeze, thaw
+from ._pipeline import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
+from ._plugins import RepeatReminderConfig, RepeatToolReminder, timeout_policy
+from ._present import (
+    DiffCard,
+    GenericCard,
+    ReadCard,
+    SearchCard,
+    TerminalCard,
+    WebCard,
+    anthropic_tools,
+    card_to_dict,
+    openai_tools,
+    present_call,
+    present_result,
+)
+from ._registry import RUN_CODE, Scope, ToolRegistry, ToolSchema, ToolsConfig
+from ._result import ErrorCode, ToolFailure, ToolResult, normalize_content, user_context
+from ._schema import (
+    Array,
+    Boolean,
+    Integer,
+    Json,
+    Node,
+    Null,
+    Number,
+    Object,
+    OneOf,
+    SchemaDSL,
+    String,
+    from_json_schema,
+    schema,
+    to_json_schema,
+)
+from ._signal import AbortController, AbortSignal, fuse_signals
+from ._validate import validate
+
+__all__ = (
+    "RUN_CODE",
+    "AbortController",
+    "AbortSignal",
+    "Allow",
+    "Array",
+    "Ask",
+    "Boolean",
+    "Deny",
+    "DiffCard",
+    "ErrorCode",
+    "FrozenDict",
+    "FrozenList",
+    "FunctionTool",
+    "GenericCard",
+    "Integer",
+    "Json",
+    "Node",
+    "Null",
+    "Number",
+    "Object",
+    "OneOf",
+    "Output",
+    "PostDecision",
+    "ReadCard",
+    "RepeatReminderConfig",
+    "RepeatToolReminder",
+    "ReservedToolNameError",
+    "SchemaDSL",
+    "SchemaError",
+    "Scope",
+    "ScopeError",
+    "SearchCard",
+    "String",
+    "TerminalCard",
+    "ToolCall",
+    "ToolCallRequest",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "ToolFailure",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolResultEvent",
+    "ToolRunContext",
+    "ToolSchema",
+    "ToolsConfig",
+    "ToolsError",
+    "WebCard",
+    "anthropic_tools",
+    "canonical_json",
+    "card_to_dict",
+    "define_tool",
+    "find_tools",
+    "freeze",
+    "from_json_schema",
+    "fuse_signals",
+    "hint_to_node",
+    "is_concurrency_safe",
+    "normalize_content",
+    "openai_tools",
+    "present_call",
+    "present_result",
+    "run_tool_calls",
+    "schema",
+    "thaw",
+    "timeout_policy",
+    "to_json_schema",
+    "tool",
+    "user_context",
+    "validate",
+)
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) or callable(_obj):
+        with _contextlib.suppress(AttributeError, TypeError):
+            _obj.__module__ = __name__
+del _name, _obj, _contextlib

@@ -1,0 +1,380 @@
+"""One invocation through the pipeline, as small named stages shared by ``invoke`` and batches."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._definition import ToolDefinition, ToolRunContext, default_render
+from ._json import freeze
+from ._result import ErrorCode, ToolResult, user_context
+from ._schema import MISSING, Json
+from ._signal import AbortSignal, fuse_signals
+from ._validate import validate
+
+if TYPE_CHECKING:
+    from ._registry import Scope, ToolRegistry
+
+__all__ = (
+    "Allow",
+    "Ask",
+    "Deny",
+    "NextFn",
+    "PostDecision",
+    "ToolCall",
+    "ToolResultEvent",
+)
+
+_JSON = Json()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One invocation as hooks see it: name, frozen args, ids, scope, signal and definition."""
+
+    name: str
+    args: Any
+    call_id: str | None
+    scope: Scope
+    signal: AbortSignal
+    definition: ToolDefinition | None
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """A pre-execute decision: let the call through."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """A pre-execute decision: refuse the call with ``reason``."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A pre-execute decision: ask the host's ask handler, with ``prompt``."""
+
+    prompt: str
+
+
+Decision = Allow | Deny | Ask
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostDecision:
+    """A post-execute decision: replace content or value, block, attach ordered contexts."""
+
+    content: Any = MISSING
+    value: Any = MISSING
+    block: str | None = None
+    additional_contexts: tuple[Any, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """The payload of the ``result`` event: the call and its frozen final result."""
+
+    call: ToolCall
+    result: ToolResult
+
+
+NextFn = Callable[..., Awaitable[ToolResult]]
+"""``await next(signal=None)``: run the inner layers; a wrapper may only pass a new signal."""
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class Invocation:
+    """The state of one call as it passes the stages (private to the package)."""
+
+    __slots__ = ("_contexts", "_post", "_runs", "call", "registry", "result")
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        name: str,
+        args: Any,
+        scope: Scope,
+        signal: AbortSignal,
+        call_id: str | None,
+    ) -> None:
+        self.registry = registry
+        definition = registry.get(name, scope) if isinstance(name, str) else None
+        self.call = ToolCall(name, freeze(args), call_id, scope, signal, definition)
+        self.result: ToolResult | None = None
+        self._contexts: list[Any] = []
+        self._runs: list[ToolRunContext] = []
+        self._post = True
+        if definition is None:
+            self._settle_early(ErrorCode.UNKNOWN_TOOL, f"unknown tool {name!r}")
+        elif signal.is_set():
+            self._settle_early(ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(signal))
+
+    def _settle_early(self, code: ErrorCode, message: str) -> None:
+        self.result = ToolResult.failure(code, message)
+        self._post = False
+
+    @property
+    def pending(self) -> bool:
+        """True while the call still has to be dispatched."""
+        return self.result is None
+
+    # -- before dispatch -------------------------------------------------------------------
+
+    async def prepare(self) -> None:
+        """Validate arguments, run the pre-execute waterfall, then the guards."""
+        if self.result is not None:
+            return
+        self.result = (
+            self._validate_args()
+            or await self._pre_execute()
+            or self._guard()
+            or self._check_abort()
+        )
+
+    def _validate_args(self) -> ToolResult | None:
+        definition = self.call.definition
+        assert definition is not None
+        if not definition.validate_args:
+            return None
+        error = validate(definition.parameters, self.call.args)
+        if error is None:
+            return None
+        return ToolResult.failure(
+            ErrorCode.INVALID_ARGS, f"invalid arguments for {self.call.name}: {error}"
+        )
+
+    async def _pre_execute(self) -> ToolResult | None:
+        decision: Decision = Allow()
+        try:
+            for hook in self.registry._hooks.pre_execute():
+                new = await _maybe_await(hook(self.call, decision))
+                if new is not None:
+                    if not isinstance(new, Allow | Deny | Ask):
+                        raise TypeError(f"pre-execute hook returned {new!r}")
+                    decision = new
+            if isinstance(decision, Ask):
+                handler = self.registry.ask_handler
+                if handler is None:
+                    decision = Deny(
+                        f"approval needed ({decision.prompt}) but no ask handler is set"
+                    )
+                elif await _maybe_await(handler(self.call, decision)) is not True:
+                    decision = Deny(f"not approved: {decision.prompt}")
+        except Exception as exc:
+            decision = Deny(f"pre-execute policy failed: {_error_text(exc)}")
+        if isinstance(decision, Deny):
+            return ToolResult.failure(
+                ErrorCode.DENIED, f"tool call {self.call.name} denied: {decision.reason}"
+            )
+        return None
+
+    def _guard(self) -> ToolResult | None:
+        for guard in self.registry._hooks.guards():
+            try:
+                reason = guard(self.call)
+                if inspect.isawaitable(reason):
+                    if inspect.iscoroutine(reason):
+                        reason.close()
+                    reason = "guard must be synchronous"
+            except Exception as exc:
+                reason = f"guard failed: {_error_text(exc)}"
+            if reason is not None:
+                return ToolResult.failure(ErrorCode.GUARD_REJECTED, str(reason))
+        return None
+
+    def _check_abort(self) -> ToolResult | None:
+        if self.call.signal.is_set():
+            return ToolResult.failure(
+                ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(self.call.signal)
+            )
+        return None
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    async def dispatch(self) -> None:
+        """Run the execute wrappers around the body (dispatch + normalize)."""
+        if self.result is not None:
+            return
+        wrappers = self.registry._hooks.wrappers()
+
+        def layer(index: int, call: ToolCall) -> NextFn:
+            async def next_(signal: AbortSignal | None = None) -> ToolResult:
+                inner = call if signal is None else dataclasses.replace(call, signal=signal)
+                if index == len(wrappers):
+                    return await self._body(inner.signal)
+                result = await wrappers[index](inner, layer(index + 1, inner))
+                if not isinstance(result, ToolResult):
+                    raise TypeError(f"execute wrapper returned {type(result).__name__}")
+                return result
+
+            return next_
+
+        try:
+            result = await layer(0, self.call)()
+        except Exception as exc:
+            result = ToolResult.failure(
+                ErrorCode.TOOL_ERROR,
+                f"execute wrapper failed: {_error_text(exc)}",
+                name="ToolWrapperError",
+            )
+        if self.call.signal.is_set() and not result.is_error:
+            result = ToolResult.failure(ErrorCode.ABORTED, _aborted_message(self.call.signal))
+        self.result = result
+
+    async def _body(self, layer_signal: AbortSignal) -> ToolResult:
+        """The registry's thunk: re-fuse the caller's signal, run the body, normalize."""
+        definition = self.call.definition
+        assert definition is not None
+        signal, dispose = fuse_signals(self.call.signal, layer_signal)
+        try:
+            if signal.is_set():
+                return ToolResult.failure(
+                    ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(signal)
+                )
+            ctx = ToolRunContext(
+                name=self.call.name,
+                call_id=self.call.call_id,
+                scope=self.call.scope,
+                signal=signal,
+                args=self.call.args,
+            )
+            self._runs.append(ctx)
+            with anyio.CancelScope() as cancel_scope:
+                unlink = signal.add_callback(lambda _reason: cancel_scope.cancel())
+                try:
+                    if definition.is_async:
+                        value = await definition.execute(self.call.args, ctx)
+                    else:
+                        value = await anyio.to_thread.run_sync(
+                            definition.execute, self.call.args, ctx
+                        )
+                        value = await _maybe_await(value)
+                except Exception as exc:
+                    return ToolResult.failure(ErrorCode.TOOL_ERROR, _error_text(exc))
+                finally:
+                    unlink()
+            if cancel_scope.cancelled_caught:
+                return ToolResult.failure(ErrorCode.ABORTED, _aborted_message(signal))
+            return self._normalize(definition, value)
+        finally:
+            dispose()
+
+    def _normalize(self, definition: ToolDefinition, value: Any) -> ToolResult:
+        error = validate(definition.output_schema, value)
+        if error is not None:
+            return ToolResult.failure(
+                ErrorCode.OUTPUT_INVALID, f"{definition.name} returned an invalid value: {error}"
+            )
+        value = freeze(value)
+        output = definition.output
+        try:
+            render = default_render if output is None else output.render
+            content = render(self.call.args, value)
+            meta = None
+            if output is not None and output.presentation_meta is not None:
+                presentation = output.presentation_meta(self.call.args, value)
+                problem = validate(_JSON, presentation)
+                if problem is not None:
+                    raise TypeError(f"presentation_meta is not JSON: {problem}")
+                meta = {"presentation": presentation}
+            return ToolResult.success(value, content, meta=meta)
+        except Exception as exc:
+            return ToolResult.failure(
+                ErrorCode.TOOL_ERROR, f"rendering the result failed: {_error_text(exc)}"
+            )
+
+    # -- after dispatch --------------------------------------------------------------------
+
+    async def finish(self) -> ToolResult:
+        """Run post-execute, finalize_content, attach contexts, publish ``result``."""
+        assert self.result is not None
+        result = self.result
+        if self._post:
+            result = await self._post_execute(result)
+        result = self._finalize(result)
+        contexts = [c for run in self._runs for c in run._deferred] + self._contexts
+        if contexts:
+            result = result.replace(additional_contexts=[*result.additional_contexts, *contexts])
+        self.result = result
+        self.registry._events.emit("result", ToolResultEvent(self.call, result))
+        return result
+
+    async def _post_execute(self, result: ToolResult) -> ToolResult:
+        for hook in self.registry._hooks.post_execute():
+            try:
+                decision = await _maybe_await(hook(self.call, result))
+                if decision is None:
+                    continue
+                if not isinstance(decision, PostDecision):
+                    raise TypeError(f"post-execute hook returned {decision!r}")
+                result = self._apply(result, decision)
+            except Exception as exc:
+                return ToolResult.failure(
+                    ErrorCode.TOOL_ERROR,
+                    f"post-execute policy failed: {_error_text(exc)}",
+                    name="ToolPostExecuteError",
+                )
+        return result
+
+    def _apply(self, result: ToolResult, decision: PostDecision) -> ToolResult:
+        self._contexts.extend(user_context(c) for c in decision.additional_contexts)
+        if decision.block is not None:
+            return ToolResult.failure(
+                ErrorCode.DENIED, f"result blocked: {decision.block}", name="ToolBlockedError"
+            )
+        definition = self.call.definition
+        assert definition is not None
+        if decision.value is not MISSING and not result.is_error:
+            error = validate(definition.output_schema, decision.value)
+            if error is not None:
+                return ToolResult.failure(
+                    ErrorCode.OUTPUT_INVALID, f"post-execute replaced an invalid value: {error}"
+                )
+            value = freeze(decision.value)
+            render = default_render if definition.output is None else definition.output.render
+            content = decision.content
+            if content is MISSING:
+                content = render(self.call.args, value)
+            result = result.replace(value=value, content=content)
+        elif decision.content is not MISSING:
+            result = result.replace(content=decision.content)
+        return result
+
+    def _finalize(self, result: ToolResult) -> ToolResult:
+        definition = self.call.definition
+        if definition is None or definition.finalize_content is None:
+            return result
+        try:
+            content = definition.finalize_content(result)
+            if inspect.isawaitable(content):
+                if inspect.iscoroutine(content):
+                    content.close()
+                raise TypeError("finalize_content must be synchronous")
+            return result if content is None else result.replace(content=content)
+        except Exception as exc:
+            return ToolResult.failure(
+                ErrorCode.TOOL_ERROR,
+                f"finalize_content failed: {_error_text(exc)}",
+                meta=None if result.meta is None else dict(result.meta),
+            )
+
+
+def _aborted_message(signal: AbortSignal) -> str:
+    reason = signal.reason
+    return "tool call was aborted" + ("" if reason in (None, "aborted") else f": {reason}")

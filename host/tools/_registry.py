@@ -1,0 +1,391 @@
+"""The registry: scopes and visibility, hooks, events, and the ``invoke`` entry point."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from ._batch import run_tool_calls
+from ._definition import ToolDefinition
+from ._exceptions import ReservedToolNameError, ScopeError, ToolDefinitionError
+from ._pipeline import Invocation, NextFn, ToolCall
+from ._plugins import RepeatReminderConfig, RepeatToolReminder, timeout_policy
+from ._result import ToolResult
+from ._schema import to_json_schema
+from ._signal import AbortSignal
+
+__all__ = (
+    "RUN_CODE",
+    "PresentationMode",
+    "Scope",
+    "ToolRegistry",
+    "ToolSchema",
+    "ToolsConfig",
+)
+
+RUN_CODE: Final = "run_code"
+"""The reserved name of code mode's transport tool."""
+
+PresentationMode = Literal["native", "code", "both"]
+_MODES: Final = ("native", "code", "both")
+_log = logging.getLogger("host.tools")
+
+Disposer = Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsConfig:
+    """Registry settings: default presentation mode, batch pool size, guard plugins."""
+
+    mode: PresentationMode = "native"
+    max_parallel_tool_calls: int = 10
+    timeout_policy: bool = True
+    repeat_reminder: RepeatReminderConfig | None = field(default_factory=RepeatReminderConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """What the model sees of a tool: name, description, JSON Schemas (no executor)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    output: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{name, description, parameters, output?}`` (the manifest entry)."""
+        out = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        if self.output is not None:
+            out["output"] = self.output
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Mask:
+    allow: frozenset[str] | None
+    deny: frozenset[str] | None
+
+    def passes(self, name: str) -> bool:
+        if self.allow is not None:
+            return name in self.allow
+        return self.deny is None or name not in self.deny
+
+
+class Scope:
+    """A visibility scope: a registry's global scope, or an agent scope (a child of another)."""
+
+    __slots__ = ("__weakref__", "_masks", "_mode", "_own", "label", "parent", "registry")
+
+    def __init__(self, registry: ToolRegistry, parent: Scope | None, label: str) -> None:
+        self.registry = registry
+        self.parent = parent
+        self.label = label
+        self._own: dict[str, ToolDefinition] = {}
+        self._masks: list[_Mask] = []
+        self._mode: PresentationMode | None = None
+
+    def __repr__(self) -> str:
+        return f"<Scope {self.label}>"
+
+    @property
+    def is_agent(self) -> bool:
+        """True for an agent scope, False for the registry's global scope."""
+        return self.parent is not None
+
+    def register(self, definition: ToolDefinition) -> Disposer:
+        """Register a tool in this scope (shadowing inherited ones); return its disposer."""
+        return self.registry.register(definition, scope=self)
+
+    def restrict(
+        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
+    ) -> Disposer:
+        """Mask inherited tools: an allow or a deny list (agent scopes only); return a disposer."""
+        if not self.is_agent:
+            raise ScopeError("restrict() is only available on an agent scope")
+        if (allow is None) == (deny is None):
+            raise ValueError("restrict() takes exactly one of allow= or deny=")
+        names = frozenset([allow] if isinstance(allow, str) else allow or ())
+        names |= frozenset([deny] if isinstance(deny, str) else deny or ())
+        if RUN_CODE in names:
+            raise ReservedToolNameError(f"{RUN_CODE!r} is reserved and cannot be restricted")
+        mask = _Mask(names if allow is not None else None, names if deny is not None else None)
+        self._masks.append(mask)
+
+        def dispose() -> None:
+            if mask in self._masks:
+                self._masks.remove(mask)
+
+        return dispose
+
+    def present_as(self, mode: PresentationMode) -> None:
+        """Set this agent's presentation mode, shadowing the config default."""
+        if not self.is_agent:
+            raise ScopeError("present_as() is only available on an agent scope")
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+        self._mode = mode
+
+    @property
+    def mode(self) -> PresentationMode:
+        """The effective presentation mode: this agent's own choice, else the config default."""
+        return self._mode or self.registry.config.mode
+
+
+class _Hooks:
+    """Ordered hook lists with disposers."""
+
+    def __init__(self) -> None:
+        self._seq = itertools.count()
+        self._lists: dict[str, list[tuple[int, int, Any]]] = {}
+
+    def add(self, kind: str, fn: Any, order: int) -> Disposer:
+        entry = (order, next(self._seq), fn)
+        entries = self._lists.setdefault(kind, [])
+        entries.append(entry)
+        entries.sort(key=lambda item: (item[0], item[1]))
+
+        def dispose() -> None:
+            if entry in entries:
+                entries.remove(entry)
+
+        return dispose
+
+    def _get(self, kind: str) -> list[Any]:
+        return [entry[2] for entry in self._lists.get(kind, ())]
+
+    def pre_execute(self) -> list[Any]:
+        return self._get("pre")
+
+    def guards(self) -> list[Any]:
+        return self._get("guard")
+
+    def wrappers(self) -> list[Any]:
+        return self._get("wrap")
+
+    def post_execute(self) -> list[Any]:
+        return self._get("post")
+
+
+class _Events:
+    """Named events with sync observers; an observer's exception is logged, never raised."""
+
+    def __init__(self) -> None:
+        self._observers: dict[str, list[Callable[[Any], None]]] = {}
+
+    def on(self, name: str, callback: Callable[[Any], None]) -> Disposer:
+        observers = self._observers.setdefault(name, [])
+        observers.append(callback)
+
+        def dispose() -> None:
+            if callback in observers:
+                observers.remove(callback)
+
+        return dispose
+
+    def emit(self, name: str, payload: Any) -> None:
+        for callback in list(self._observers.get(name, ())):
+            try:
+                callback(payload)
+            except Exception:
+                _log.exception("observer of %r failed", name)
+
+
+class ToolRegistry:
+    """Tools by scope, the pipeline hooks, named events, and ``invoke``."""
+
+    def __init__(
+        self,
+        config: ToolsConfig | None = None,
+        *,
+        ask_handler: Callable[[ToolCall, Any], Any] | None = None,
+    ) -> None:
+        self.config = config or ToolsConfig()
+        if self.config.mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, got {self.config.mode!r}")
+        self.ask_handler = ask_handler
+        self.root = Scope(self, None, "global")
+        self._agents = itertools.count(1)
+        self._run_code: ToolDefinition | None = None
+        self._hooks = _Hooks()
+        self._events = _Events()
+        self.reminder: RepeatToolReminder | None = None
+        self._install_plugins()
+
+    def _install_plugins(self) -> None:
+        if self.config.timeout_policy:
+            self.wrap_execute(timeout_policy, order=-1000)
+        if self.config.repeat_reminder is not None:
+            self.reminder = RepeatToolReminder(self.config.repeat_reminder)
+            self.reminder.install(self)
+
+    # -- scopes and definitions ------------------------------------------------------------
+
+    def agent_scope(self, parent: Scope | None = None, *, label: str | None = None) -> Scope:
+        """Create an agent scope under ``parent`` (default: the global scope)."""
+        parent = parent or self.root
+        if parent.registry is not self:
+            raise ScopeError("the parent scope belongs to another registry")
+        return Scope(self, parent, label or f"agent-{next(self._agents)}")
+
+    def register(self, definition: ToolDefinition, *, scope: Scope | None = None) -> Disposer:
+        """Register ``definition`` in ``scope`` (default global); return a disposer."""
+        scope = self._scope(scope)
+        if not isinstance(definition, ToolDefinition):
+            raise ToolDefinitionError(f"not a tool definition: {definition!r}")
+        if definition.name == RUN_CODE:
+            raise ReservedToolNameError(f"{RUN_CODE!r} is reserved and cannot be registered")
+        if definition.name in scope._own:
+            raise ToolDefinitionError(f"{definition.name!r} is already registered in {scope}")
+        scope._own[definition.name] = definition
+
+        def dispose() -> None:
+            if scope._own.get(definition.name) is definition:
+                del scope._own[definition.name]
+
+        return dispose
+
+    def install_run_code(self, definition: ToolDefinition) -> None:
+        """Install the reserved ``run_code`` tool, once, for code mode; it cannot be removed."""
+        if definition.name != RUN_CODE:
+            raise ToolDefinitionError(f"install_run_code needs a tool named {RUN_CODE!r}")
+        if self._run_code is not None:
+            raise ReservedToolNameError(f"{RUN_CODE!r} is already installed")
+        self._run_code = definition
+
+    def _scope(self, scope: Scope | None) -> Scope:
+        if scope is None:
+            return self.root
+        if scope.registry is not self:
+            raise ScopeError("the scope belongs to another registry")
+        return scope
+
+    def get(self, name: str, scope: Scope | None = None) -> ToolDefinition | None:
+        """The definition ``name`` resolves to in ``scope`` (shadowing and masks applied)."""
+        if name == RUN_CODE:
+            return self._run_code
+        current: Scope | None = self._scope(scope)
+        masks: list[_Mask] = []
+        while current is not None:
+            definition = current._own.get(name)
+            if definition is not None:
+                return definition if all(mask.passes(name) for mask in masks) else None
+            masks.extend(current._masks)
+            current = current.parent
+        return None
+
+    def visible(self, scope: Scope | None = None) -> list[ToolDefinition]:
+        """Every tool visible in ``scope`` except ``run_code``, sorted by name."""
+        names: set[str] = set()
+        current: Scope | None = self._scope(scope)
+        while current is not None:
+            names.update(current._own)
+            current = current.parent
+        found = (self.get(name, scope) for name in sorted(names))
+        return [definition for definition in found if definition is not None]
+
+    def schemas(self, scope: Scope | None = None) -> list[ToolSchema]:
+        """The visible tools' schemas (no executors), sorted by name, without ``run_code``."""
+        return [
+            ToolSchema(
+                definition.name,
+                definition.description,
+                to_json_schema(definition.parameters),
+                None if definition.output is None else to_json_schema(definition.output.schema),
+            )
+            for definition in self.visible(scope)
+        ]
+
+    def manifest(self, scope: Scope | None = None) -> list[dict[str, Any]]:
+        """The SDK generator's manifest: ``[{name, description, parameters, output?}]`` by name."""
+        return [entry.to_dict() for entry in self.schemas(scope)]
+
+    def mode(self, scope: Scope | None = None) -> PresentationMode:
+        """The effective presentation mode of ``scope``."""
+        return self._scope(scope).mode
+
+    # -- hooks and events ------------------------------------------------------------------
+
+    def pre_execute(self, hook: Callable[[ToolCall, Any], Any], *, order: int = 0) -> Disposer:
+        """Add a pre-execute hook ``(call, decision) -> Allow | Deny | Ask | None``, maybe async."""
+        return self._hooks.add("pre", hook, order)
+
+    def guard(self, guard: Callable[[ToolCall], str | None]) -> Disposer:
+        """Add a synchronous guard ``(call) -> reason | None``; a reason rejects the call."""
+        return self._hooks.add("guard", guard, 0)
+
+    def wrap_execute(
+        self, wrapper: Callable[[ToolCall, NextFn], Any], *, order: int = 0
+    ) -> Disposer:
+        """Add a wrapper ``async (call, next) -> ToolResult`` around dispatch (low order: outer)."""
+        return self._hooks.add("wrap", wrapper, order)
+
+    def post_execute(
+        self, hook: Callable[[ToolCall, ToolResult], Any], *, order: int = 0
+    ) -> Disposer:
+        """Add a post-execute hook ``(call, result) -> PostDecision | None`` (may be async)."""
+        return self._hooks.add("post", hook, order)
+
+    def on(self, event: str, callback: Callable[[Any], None]) -> Disposer:
+        """Observe a named event (``result``, ``agent/pre-step``, …); return a disposer."""
+        return self._events.on(event, callback)
+
+    def emit(self, event: str, payload: Any) -> None:
+        """Publish a named event to its observers (``agent/pre-step`` takes the agent scope)."""
+        self._events.emit(event, payload)
+
+    # -- invocation ------------------------------------------------------------------------
+
+    async def invoke(
+        self,
+        name: str,
+        args: Any,
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Run one call through the whole pipeline and return its frozen result; never raises
+        for what the call did.
+
+        ``scope``: where ``name`` resolves (default global); ``signal``: the caller's
+        cancellation; ``call_id``: an id passed to hooks, the body and the ``result`` event.
+        """
+        invocation = self.begin(name, args, scope=scope, signal=signal, call_id=call_id)
+        await invocation.prepare()
+        await invocation.dispatch()
+        return await invocation.finish()
+
+    def begin(
+        self,
+        name: str,
+        args: Any,
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+    ) -> Invocation:
+        """Start an invocation; a scheduler runs ``prepare``, ``dispatch`` and ``finish``."""
+        return Invocation(
+            self,
+            name=name,
+            args=args,
+            scope=self._scope(scope),
+            signal=signal or AbortSignal(),
+            call_id=call_id,
+        )
+
+    async def invoke_batch(
+        self,
+        calls: Sequence[Any],
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        max_parallel: int | None = None,
+    ) -> list[ToolResult]:
+        """Run one model step's calls (``ToolCallRequest``s): see ``run_tool_calls``."""
+        return await run_tool_calls(
+            self, calls, scope=scope, signal=signal, max_parallel=max_parallel
+        )

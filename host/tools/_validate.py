@@ -1,0 +1,268 @@
+"""The validator: walks a node and a value with an explicit work stack, never recursing."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any, Final
+
+from ._schema import (
+    MISSING,
+    Array,
+    Boolean,
+    Integer,
+    Json,
+    Node,
+    Null,
+    Number,
+    Object,
+    OneOf,
+    String,
+)
+
+__all__ = ("format_path", "validate")
+
+_Path = tuple[Any, Any] | None  # (parent path, key) or None for the root
+_IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CHECK, _EXIT, _RESOLVE = 0, 1, 2
+
+
+class _Branch:
+    """One alternative of a ``oneOf`` (or the root): the first error found inside it."""
+
+    __slots__ = ("error", "parent")
+
+    def __init__(self, parent: _Branch | None) -> None:
+        self.parent = parent
+        self.error: str | None = None
+
+    def dead(self) -> bool:
+        branch: _Branch | None = self
+        while branch is not None:
+            if branch.error is not None:
+                return True
+            branch = branch.parent
+        return False
+
+
+def format_path(path: _Path) -> str:
+    """Render a linked path as ``$.items[3]["odd key"]``."""
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif _IDENT.match(key):
+            parts.append(f".{key}")
+        else:
+            parts.append(f"[{json.dumps(key, ensure_ascii=False)}]")
+    return "$" + "".join(reversed(parts))
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        text = str(value) if value.bit_length() < 128 else "a large integer"
+        return f"integer {text}"
+    if isinstance(value, float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        return f"string {json.dumps(shown, ensure_ascii=False)}"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return f"a non-JSON {type(value).__name__}"
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _expected(node: Node) -> str:
+    if isinstance(node, OneOf):
+        return "exactly one of (" + " | ".join(_expected(option) for option in node.options) + ")"
+    if isinstance(node, Json):
+        return "a JSON value"
+    return type(node).__name__.lower()
+
+
+def _json_equal(left: Any, right: Any) -> bool:
+    if isinstance(left, bool) or isinstance(right, bool):
+        return left is right
+    return bool(left == right)
+
+
+def _check_scalar(node: Node, value: Any) -> str | None:
+    """Check a non-container node against a value; return what was expected, or None."""
+    if isinstance(node, String):
+        if not isinstance(value, str):
+            return "string"
+        if node.min_length is not None and len(value) < node.min_length:
+            return f"string of at least {node.min_length} characters"
+        if node.max_length is not None and len(value) > node.max_length:
+            return f"string of at most {node.max_length} characters"
+        if node.pattern is not None and not _regex(node.pattern).search(value):
+            return f"string matching /{node.pattern}/"
+    elif isinstance(node, Number | Integer):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return _expected(node)
+        if isinstance(node, Integer) and not isinstance(value, int):
+            return "integer"
+        if isinstance(value, float) and not math.isfinite(value):
+            return "finite number"
+        if node.minimum is not None and value < node.minimum:
+            return f"{_expected(node)} >= {node.minimum}"
+        if node.maximum is not None and value > node.maximum:
+            return f"{_expected(node)} <= {node.maximum}"
+        if node.exclusive_minimum is not None and value <= node.exclusive_minimum:
+            return f"{_expected(node)} > {node.exclusive_minimum}"
+        if node.exclusive_maximum is not None and value >= node.exclusive_maximum:
+            return f"{_expected(node)} < {node.exclusive_maximum}"
+    elif isinstance(node, Boolean):
+        if not isinstance(value, bool):
+            return "boolean"
+    elif isinstance(node, Null):
+        if value is not None:
+            return "null"
+    else:  # Json leaves
+        if value is None or isinstance(value, bool | int | str):
+            return None
+        if isinstance(value, float):
+            return None if math.isfinite(value) else "finite number"
+        return "a JSON value"
+    if isinstance(node, String | Number | Integer | Boolean):
+        if node.enum is not None and not any(_json_equal(value, item) for item in node.enum):
+            return "one of " + json.dumps(list(node.enum))
+        if node.const is not MISSING and not _json_equal(value, node.const):
+            return json.dumps(node.const)
+    return None
+
+
+def validate(node: Node, value: Any) -> str | None:
+    """Validate ``value`` against ``node``; return the first error message, or None if valid.
+
+    Uses memory proportional to the value's size, never the Python call stack.
+    """
+    if isinstance(node, String | Number | Integer | Boolean | Null):  # fast path: one leaf
+        expected = _check_scalar(node, value)
+        return None if expected is None else _fail(None, expected, value)
+    root = _Branch(None)
+    on_path: set[int] = set()
+    stack: list[tuple[Any, ...]] = [(_CHECK, node, value, None, root)]
+    while stack:
+        task = stack.pop()
+        op = task[0]
+        if op == _EXIT:
+            on_path.discard(task[1])
+            continue
+        if op == _RESOLVE:
+            _, union, _value, path, branch, alternatives = task
+            if branch.dead():
+                continue
+            matched = sum(1 for alt in alternatives if alt.error is None)
+            if matched != 1:
+                got = "none matched" if matched == 0 else f"{matched} matched"
+                message = f"{format_path(path)}: expected {_expected(union)}, {got}"
+                branch.error = message
+                if branch is root:
+                    return message
+            continue
+        _, current, item, path, branch = task
+        if branch.dead():
+            continue
+        error = _visit(current, item, path, branch, stack, on_path)
+        if error is not None:
+            branch.error = error
+            if branch is root:
+                return error
+    return None
+
+
+def _visit(  # noqa: PLR0917 - the hot path of the validator
+    node: Node,
+    value: Any,
+    path: _Path,
+    branch: _Branch,
+    stack: list[tuple[Any, ...]],
+    on_path: set[int],
+) -> str | None:
+    """Check one (node, value) pair and push its children; return an error message or None."""
+    if isinstance(node, OneOf):
+        alternatives = [_Branch(branch) for _ in node.options]
+        stack.append((_RESOLVE, node, value, path, branch, alternatives))
+        for option, alternative in zip(node.options, alternatives, strict=True):
+            stack.append((_CHECK, option, value, path, alternative))
+        return None
+    is_dict, is_list = isinstance(value, dict), isinstance(value, list)
+    if isinstance(node, Array | Object) or (isinstance(node, Json) and (is_dict or is_list)):
+        if isinstance(node, Array) and not is_list:
+            return _fail(path, "array", value)
+        if isinstance(node, Object) and not is_dict:
+            return _fail(path, "object", value)
+        if id(value) in on_path:
+            return f"{format_path(path)}: expected a JSON value, got a reference cycle"
+        on_path.add(id(value))
+        stack.append((_EXIT, id(value)))
+        if is_list:
+            return _push_list(node, value, path, branch, stack)
+        return _push_dict(node, value, path, branch, stack)
+    expected = _check_scalar(node, value)
+    return None if expected is None else _fail(path, expected, value)
+
+
+def _fail(path: _Path, expected: str, value: Any) -> str:
+    return f"{format_path(path)}: expected {expected}, got {_describe(value)}"
+
+
+_ANY: Final = Json()
+
+
+def _push_list(
+    node: Node, value: list[Any], path: _Path, branch: _Branch, stack: list[tuple[Any, ...]]
+) -> str | None:
+    items: Node = _ANY
+    if isinstance(node, Array):
+        if node.min_items is not None and len(value) < node.min_items:
+            return _fail(path, f"array of at least {node.min_items} items", value)
+        if node.max_items is not None and len(value) > node.max_items:
+            return _fail(path, f"array of at most {node.max_items} items", value)
+        items = node.items or _ANY
+    for index in range(len(value) - 1, -1, -1):
+        stack.append((_CHECK, items, value[index], (path, index), branch))
+    return None
+
+
+def _push_dict(
+    node: Node, value: dict[Any, Any], path: _Path, branch: _Branch, stack: list[tuple[Any, ...]]
+) -> str | None:
+    for key in value:
+        if not isinstance(key, str):
+            return f"{format_path(path)}: expected an object with string keys, got key {key!r}"
+    if not isinstance(node, Object):
+        for key in reversed(list(value)):
+            stack.append((_CHECK, _ANY, value[key], (path, key), branch))
+        return None
+    for key, _ in node.properties:
+        if key in node.required_names and key not in value:
+            return f"{format_path((path, key))}: missing required property"
+    extra = node.additional_properties
+    props = node.property_map
+    pending: list[tuple[Any, ...]] = []
+    for key, item in value.items():
+        child = props.get(key)
+        if child is None:
+            if extra is False:
+                return f"{format_path((path, key))}: unexpected property (not allowed here)"
+            child = _ANY if extra is True else extra
+        pending.append((_CHECK, child, item, (path, key), branch))
+    pending.reverse()
+    stack.extend(pending)
+    return None

@@ -1,0 +1,116 @@
+"""define_tool: parameters in its three forms, the output contract, and checks on definitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from host.tools import (
+    Object,
+    Output,
+    ToolDefinitionError,
+    ToolRunContext,
+    define_tool,
+    schema,
+    to_json_schema,
+)
+
+
+def _noop(args: Any, ctx: ToolRunContext) -> Any:
+    return None
+
+
+def test_mapping_parameters_make_an_open_root() -> None:
+    definition = define_tool(
+        name="read_file",
+        description="Read a file.",
+        parameters={"path": schema.string(required=True), "offset": schema.number()},
+        output={"schema": schema.string(), "render": lambda _a, v: [{"type": "text", "text": v}]},
+        execute=_noop,
+    )
+    assert to_json_schema(definition.parameters) == {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "offset": {"type": "number"}},
+        "required": ["path"],
+        "additionalProperties": True,
+    }
+    assert isinstance(definition.output, Output)
+    assert not definition.is_async
+
+
+def test_explicit_object_and_bare_json_schema_parameters() -> None:
+    closed = define_tool(
+        name="a",
+        description="",
+        parameters=schema.object({"x": schema.integer()}, additional_properties=False),
+        execute=_noop,
+    )
+    assert closed.parameters.additional_properties is False
+    bare = define_tool(
+        name="b",
+        description="",
+        parameters={"type": "object", "properties": {"x": {"type": "integer"}}},
+        output={"schema": {"type": "integer"}},
+        execute=_noop,
+    )
+    assert isinstance(bare.parameters, Object)
+    assert bare.parameters.additional_properties is True
+    assert bare.output is not None
+    assert to_json_schema(bare.output.schema) == {"type": "integer"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": ""},
+        {"name": "has space"},
+        {"name": "x" * 65},
+        {"timeout_ms": 0},
+        {"timeout_ms": True},
+        {"parameters": schema.string()},
+        {"parameters": {"type": "string"}},
+        {"parameters": {"type": "object", "anyOf": []}},
+        {"parameters": 3},
+        {"output": 3},
+        {"output": {"schema": {"type": "frob"}}},
+        {"execute": 3},
+    ],
+)
+def test_malformed_definitions_are_rejected(changes: dict[str, Any]) -> None:
+    options: dict[str, Any] = {
+        "name": "ok",
+        "description": "",
+        "parameters": {},
+        "execute": _noop,
+        **changes,
+    }
+    with pytest.raises(ToolDefinitionError):
+        define_tool(**options)
+
+
+def test_async_execute_is_detected() -> None:
+    async def run(args: Any, ctx: ToolRunContext) -> Any:
+        return None
+
+    assert define_tool(name="x", description="", parameters={}, execute=run).is_async
+
+
+def test_find_tools_in_a_bindings_module() -> None:
+    import types
+
+    from host.tools import find_tools, tool
+
+    module = types.ModuleType("bindings")
+
+    @tool
+    def beta(x: int) -> int:
+        return x
+
+    alpha = define_tool(name="alpha", description="", parameters={}, execute=_noop)
+    module.beta = beta  # type: ignore[attr-defined]
+    module.alpha = alpha  # type: ignore[attr-defined]
+    module.alias = alpha  # type: ignore[attr-defined]
+    module.helper = _noop  # type: ignore[attr-defined]
+    assert find_tools(module) == [alpha, beta]
+    assert find_tools({"b": beta}) == [beta]
