@@ -144,15 +144,18 @@ class Run:
             self.outcome = RunError(kind="aborted", message=reason)
         return self._result()
 
-    def _result(self) -> RunResult:
+    def _stats(self) -> RunStats:
         end = self._settled_at or time.monotonic()
-        stats = RunStats(
+        return RunStats(
             isolation=self.options.isolation,
             compute_ms=round(self._cpu_ns / 1e6, 3),
             wall_ms=round((end - self._started) * 1000, 3),
             calls=self.calls,
             dropped_frames=self.dropped + self._frames.oversized,
         )
+
+    def _result(self) -> RunResult:
+        stats = self._stats()
         error = self.outcome if isinstance(self.outcome, RunError) else None
         if error is not None and error.kind == "died":
             error = self._classify_death(error)
@@ -331,9 +334,10 @@ class Run:
                     value = await binding(call.args)
                 except Exception as exc:
                     code = getattr(exc, "code", None)
+                    tool = getattr(exc, "tool", None)
                     reply = ReplyError(
                         id=call.id,
-                        tool=call.name,
+                        tool=tool if isinstance(tool, str) else call.name,
                         message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
                         code=code if isinstance(code, str) else "TOOL_ERROR",
                     )
@@ -439,8 +443,16 @@ class Run:
         while self.pid is None:
             await anyio.sleep(0.0005)
         budget_ns = self.limits.compute_ms * 1_000_000
+        on_progress = self.request.on_progress
+        reported = 0.0
         while True:
             self._cpu_ns = tree_cpu_ns(self.pid) - self._cpu_base
+            if on_progress is not None and time.monotonic() - reported >= 0.1:
+                reported = time.monotonic()
+                try:
+                    on_progress(self._stats())
+                except Exception:
+                    pass  # an observer's bug must not break the run
             remaining = budget_ns - self._cpu_ns
             if remaining <= 0:
                 self._settle(

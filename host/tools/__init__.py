@@ -11,6 +11,7 @@ from ._exceptions import (
     SchemaError,
     ScopeError,
     ToolDefinitionError,
+    ToolError,
     ToolsError,
 )
 from ._infer import FunctionTool, hint_to_node, tool
@@ -90,6 +91,7 @@ __all__ = (
     "ToolCallRequest",
     "ToolDefinition",
     "ToolDefinitionError",
+    "ToolError",
     "ToolFailure",
     "ToolRegistry",
     "ToolResult",

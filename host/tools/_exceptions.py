@@ -4,19 +4,24 @@
     ├── ToolDefinitionError         a tool or schema definition is malformed (at definition time)
     │   └── ReservedToolNameError   a definition, shadow, mask or removal targets ``run_code``
     ├── ScopeError                  an agent-only operation was called on an ordinary scope
-    └── SchemaError                 a value or JSON Schema cannot be expressed in the schema model
+    ├── SchemaError                 a value or JSON Schema cannot be expressed in the schema model
+    └── ToolError                   raised BY a tool body to fail with a chosen code and content
 
-Tool calls never raise these: every failure of an invocation is a failure ``ToolResult``.
-Each exception leaves the registry usable.
+Tool calls never raise these: every failure of an invocation is a failure ``ToolResult``
+(a ``ToolError`` from a body becomes one, with its code). Each leaves the registry usable.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = (
     "ReservedToolNameError",
     "SchemaError",
     "ScopeError",
     "ToolDefinitionError",
+    "ToolError",
     "ToolsError",
 )
 
@@ -39,3 +44,26 @@ class ScopeError(ToolsError):
 
 class SchemaError(ToolsError):
     """Raised when a JSON Schema or a type hint cannot be expressed in the schema model."""
+
+
+class ToolError(ToolsError):
+    """Raised by a tool body to fail with ``code`` (an ``ErrorCode`` value), not ``TOOL_ERROR``.
+
+    ``content`` (default ``Error: <message>``), ``meta`` and ``name`` go into the result.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "TOOL_ERROR",
+        name: str | None = None,
+        content: Any = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.name = name
+        self.content = content
+        self.meta = meta

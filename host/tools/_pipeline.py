@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._definition import ToolDefinition, ToolRunContext, default_render
+from ._exceptions import ToolError
 from ._json import freeze
 from ._result import ErrorCode, ToolResult, user_context
 from ._schema import MISSING, Json
@@ -265,6 +266,14 @@ class Invocation:
                             definition.execute, self.call.args, ctx
                         )
                         value = await _maybe_await(value)
+                except ToolError as exc:
+                    return ToolResult.failure(
+                        ErrorCode(exc.code),
+                        exc.message,
+                        name=exc.name,
+                        content=exc.content,
+                        meta=exc.meta,
+                    )
                 except Exception as exc:
                     return ToolResult.failure(ErrorCode.TOOL_ERROR, _error_text(exc))
                 finally:

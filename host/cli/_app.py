@@ -1,0 +1,380 @@
+"""The ``dsh-code`` commands: run, sdk, tools, check."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.text import Text
+
+from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_bindings
+from host.cli._session_log import SessionLog
+from host.codemode import CodeModeConfig
+from host.tools import ToolRegistry, ToolResult, ToolsConfig
+from runtime import Limits, RunResult, RunStats
+
+__all__ = ("app",)
+
+app = typer.Typer(
+    name="dsh-code",
+    help="Run Python programs that call tools, each in a fresh contained child process.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+BindingsOption = Annotated[
+    list[Path],
+    typer.Option(
+        "--bindings",
+        "-b",
+        help="A Python file whose top-level tools are bound under tools.",
+        show_default=False,
+    ),
+]
+
+
+def _fail_usage(message: str) -> typer.Exit:
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True
+    )
+    return typer.Exit(EXIT_USAGE)
+
+
+def _tools(paths: list[Path]) -> Bindings:
+    try:
+        return load_bindings(paths)
+    except BindingsError as exc:
+        raise _fail_usage(str(exc)) from None
+
+
+def _read_program(program: str) -> str:
+    if program == "-":
+        return sys.stdin.read()
+    path = Path(program)
+    if not path.is_file():
+        raise _fail_usage(f"program file not found: {program}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail_usage(f"cannot read {program}: {exc}") from None
+
+
+def _ask_handler(decide: bool | None) -> Any:
+    """Answers ``ask`` decisions: --yes/--no, else a prompt at a terminal, else no."""
+    lock: list[anyio.Lock] = []
+
+    async def handler(call: Any, decision: Any) -> bool:
+        if decide is not None:
+            return decide
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return False
+        if not lock:
+            lock.append(anyio.Lock())
+        prompt = getattr(decision, "prompt", "") or ""
+        question = f"{prompt} — allow {call.name}?" if prompt else f"allow {call.name}?"
+        async with lock[0]:  # one question at a time, even for parallel calls
+            answer = await anyio.to_thread.run_sync(
+                lambda: typer.confirm(question, default=False, err=True)
+            )
+        return bool(answer)
+
+    return handler
+
+
+def _registry(bindings: Bindings, decide: bool | None) -> ToolRegistry:
+    registry = ToolRegistry(ToolsConfig(mode="code"), ask_handler=_ask_handler(decide))
+    for definition in bindings.tools:
+        registry.register(definition)
+    for setup in bindings.setups:
+        try:
+            setup(registry)
+        except Exception as exc:
+            raise _fail_usage(
+                f"{SETUP_HOOK}() of a bindings file failed: {type(exc).__name__}: {exc}"
+            ) from None
+    return registry
+
+
+class _Status:
+    """The live status line: elapsed time, compute used against the budget, calls made."""
+
+    def __init__(self, console: Console, limits: Limits) -> None:
+        self.console = console
+        self.limits = limits
+        self.started = time.monotonic()
+        self.stats: RunStats | None = None
+        self.calls = 0
+
+    def render(self) -> Text:
+        compute = self.stats.compute_ms if self.stats else 0.0
+        elapsed = time.monotonic() - self.started
+        return Text(
+            f"⏱ {elapsed:5.1f}s  compute {compute / 1000:.2f}/{self.limits.compute_ms / 1000:g}s"
+            f"  calls {self.calls}",
+            style="dim",
+        )
+
+
+def _print_failure(console: Console, result: RunResult) -> None:
+    error = result.error
+    assert error is not None
+    title = error.kind + (f" ({error.budget})" if error.budget else "")
+    console.print(f"[bold red]✗ the program failed: {title}[/]", highlight=False)
+    console.print(error.message, markup=False, highlight=False)
+    if error.exit_status is not None:
+        console.print(f"exit status: {error.exit_status}", highlight=False)
+
+
+@app.command()
+def run(  # noqa: PLR0917 - one parameter per documented flag
+    program: Annotated[str, typer.Argument(help="The program file, or - for standard input.")],
+    bindings: BindingsOption = [],  # noqa: B006 - typer reads the default, never mutates it
+    compute_ms: Annotated[int, typer.Option(min=1, help="Busy-CPU budget of the run.")] = 60_000,
+    wall_ms: Annotated[int, typer.Option(min=1, help="Wall-clock budget of the run.")] = 600_000,
+    max_output_bytes: Annotated[int, typer.Option(min=1, help="Cap on logs + result bytes.")] = 64
+    * 1024
+    * 1024,
+    memory_mb: Annotated[int, typer.Option(min=1, help="Heap cap of the program.")] = 512,
+    max_parallel_sub_calls: Annotated[
+        int, typer.Option(min=1, help="Concurrency-safe calls at once.")
+    ] = 10,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=1, help="Tool calls one run may make.")
+    ] = 1_000,
+    policy: Annotated[str, typer.Option(help="python or restricted.")] = "python",
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print exactly one JSON object.")
+    ] = False,
+    log: Annotated[
+        Path | None, typer.Option(help="Write a JSONL session log (zstd if it ends in .zst).")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Allow every 'ask' without prompting.")
+    ] = False,
+    no: Annotated[bool, typer.Option("--no", help="Deny every 'ask' without prompting.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Type-check the program against the SDK first.")
+    ] = False,
+) -> None:
+    """Run PROGRAM in a fresh child, with the bindings' tools under tools."""
+    if policy not in ("python", "restricted"):
+        raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
+    if yes and no:
+        raise _fail_usage("--yes and --no exclude each other")
+    source = _read_program(program)
+    loaded = _tools(bindings)
+    limits = Limits(
+        compute_ms=compute_ms,
+        max_wall_ms=wall_ms,
+        max_output_bytes=max_output_bytes,
+        max_heap_mb=memory_mb,
+        max_parallel_sub_calls=max_parallel_sub_calls,
+    )
+    decide = True if yes else False if no else None
+    try:
+        session = SessionLog(log) if log is not None else None
+    except OSError as exc:
+        raise _fail_usage(f"cannot write the log {log}: {exc}") from None
+    try:
+        config = CodeModeConfig(
+            limits=limits,
+            policy="restricted" if policy == "restricted" else "python",
+            max_tool_calls=max_tool_calls,
+            preflight_check=check,
+        )
+        plan = _RunPlan(source, loaded, config, json_output, session, decide)
+        result = anyio.run(_run, plan)
+    finally:
+        if session is not None:
+            session.close()
+    if json_output:
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+    raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
+
+
+@dataclass(frozen=True)
+class _RunPlan:
+    """Everything ``dsh-code run`` decided before the event loop starts."""
+
+    source: str
+    bindings: Bindings
+    config: CodeModeConfig
+    json_output: bool
+    session: SessionLog | None
+    decide: bool | None
+
+
+async def _run(plan: _RunPlan) -> RunResult:
+    from host.codemode import CodeMode
+    from host.sandbox import SubprocessRuntime
+
+    source, config, json_output, session = plan.source, plan.config, plan.json_output, plan.session
+    registry = _registry(plan.bindings, plan.decide)
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    status = _Status(err, config.limits)
+    if session is not None:
+        session.write(
+            "run/start",
+            program=source,
+            limits=config.limits,
+            tools=[t.name for t in plan.bindings.tools],
+        )
+        for event in ("tool/code-dispatch-start", "tool/code-dispatch", "result"):
+            registry.on(event, _logger(session, event))
+
+    def on_log(line: str) -> None:
+        if session is not None:
+            session.write("log", line=line)
+        if not json_output:
+            out.print(line, markup=False)
+
+    def on_call(tool: str, result: ToolResult) -> None:
+        status.calls += 1
+
+    def on_progress(stats: RunStats) -> None:
+        status.stats = stats
+
+    async with SubprocessRuntime() as runtime:
+        codemode = CodeMode(registry, runtime, config)
+        live_wanted = not json_output and err.is_terminal
+        with (
+            Live(status.render(), console=err, transient=True, auto_refresh=False)
+            if live_wanted
+            else _Null() as live
+        ):
+
+            async def refresh() -> None:
+                while True:
+                    if live is not None:
+                        live.update(status.render(), refresh=True)
+                    await anyio.sleep(0.1)
+
+            async with anyio.create_task_group() as tg:
+                if live_wanted:
+                    tg.start_soon(refresh)
+                result = await codemode.run_program(
+                    source, on_log=on_log, on_call=on_call, on_progress=on_progress
+                )
+                tg.cancel_scope.cancel()
+    if session is not None:
+        session.write("run/end", result=result.to_json(), stats=result.stats)
+    if not json_output:
+        if result.error is None:
+            if result.has_value:
+                out.print(json.dumps(result.value, ensure_ascii=False, indent=2), markup=False)
+        else:
+            _print_failure(err, result)
+    return result
+
+
+class _Null:
+    """A stand-in for ``Live`` when there is no terminal."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def _logger(session: SessionLog, event: str) -> Any:
+    def write(payload: Any) -> None:
+        session.write(event, payload=_jsonable(payload))
+
+    return write
+
+
+def _jsonable(payload: Any) -> Any:
+    to_dict = getattr(payload, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    result = getattr(payload, "result", None)
+    call = getattr(payload, "call", None)
+    if result is not None and call is not None:
+        return {"name": call.name, "call_id": call.call_id, "result": result.to_dict()}
+    return payload
+
+
+@app.command()
+def sdk(
+    bindings: BindingsOption = [],  # noqa: B006
+    lang: Annotated[str, typer.Option(help="python or typescript.")] = "python",
+    check: Annotated[
+        Path | None, typer.Option("--check", help="Fail (exit 1) if FILE differs from the SDK.")
+    ] = None,
+) -> None:
+    """Print the SDK the model would read for the bindings' tools."""
+    import sdkgen
+
+    if lang not in ("python", "typescript"):
+        raise _fail_usage(f"--lang must be python or typescript, not {lang!r}")
+    registry = _registry(_tools(bindings), None)
+    manifest = registry.manifest()
+    text = sdkgen.python_sdk(manifest) if lang == "python" else sdkgen.typescript_sdk(manifest)
+    if check is not None:
+        try:
+            current = check.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise _fail_usage(f"cannot read {check}: {exc}") from None
+        if current != text:
+            Console(stderr=True).print(f"{check} differs from the generated SDK; regenerate it")
+            raise typer.Exit(EXIT_FAILED)
+        raise typer.Exit(EXIT_OK)
+    sys.stdout.write(text)
+
+
+@app.command("tools")
+def tools_command(
+    bindings: BindingsOption = [],  # noqa: B006
+    format: Annotated[str, typer.Option(help="json, openai or anthropic.")] = "json",
+) -> None:
+    """Print the native tool schemas (function definitions) of the bindings' tools."""
+    from host.tools import anthropic_tools, openai_tools
+
+    if format not in ("json", "openai", "anthropic"):
+        raise _fail_usage(f"--format must be json, openai or anthropic, not {format!r}")
+    schemas = _registry(_tools(bindings), None).schemas()
+    out: list[dict[str, Any]]
+    if format == "openai":
+        out = openai_tools(schemas)
+    elif format == "anthropic":
+        out = anthropic_tools(schemas)
+    else:
+        out = [s.to_dict() for s in schemas]
+    sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+
+
+@app.command("check")
+def check_command(
+    program: Annotated[str, typer.Argument(help="The program file, or - for standard input.")],
+    bindings: BindingsOption = [],  # noqa: B006
+) -> None:
+    """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
+    import sdkgen
+
+    source = _read_program(program)
+    manifest = _registry(_tools(bindings), None).manifest()
+    try:
+        diagnostics = sdkgen.check_program(source, manifest)
+    except sdkgen.SdkgenError as exc:
+        raise _fail_usage(str(exc)) from None
+    if diagnostics:
+        sys.stdout.write(sdkgen.render_diagnostics(diagnostics) + "\n")
+    errors = [d for d in diagnostics if d.severity == "error"]
+    raise typer.Exit(EXIT_FAILED if errors else EXIT_OK)
+
+
+Mode = Literal["python", "typescript"]

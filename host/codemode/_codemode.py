@@ -1,0 +1,387 @@
+"""Code mode: the reserved ``run_code`` tool, the SDK section, and presentation modes.
+
+A program's every call to ``tools.<name>`` goes through the registry's full pipeline for
+the caller's scope; concurrency-safe calls overlap, exclusive ones are barriers; a failed
+call raises ``ToolCallError`` in the program; a failed run is a ``CODE_RUN_FAILED`` result.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import anyio
+import msgspec
+
+import sdkgen
+from host.codemode._scheduler import SubCallScheduler
+from host.tools import (
+    RUN_CODE,
+    AbortController,
+    AbortSignal,
+    ErrorCode,
+    Scope,
+    ToolCallRequest,
+    ToolError,
+    ToolRegistry,
+    ToolResult,
+    ToolRunContext,
+    anthropic_tools,
+    define_tool,
+    from_json_schema,
+    fuse_signals,
+    is_concurrency_safe,
+    openai_tools,
+    thaw,
+    validate,
+)
+from runtime import CodeRuntime, Limits, RunRequest, RunResult, RunStats, ToolCallError
+
+__all__ = (
+    "DISPATCH_EVENT",
+    "DISPATCH_START_EVENT",
+    "INSTRUCTIONS",
+    "CodeMode",
+    "CodeModeConfig",
+    "CodeRunFailed",
+    "SdkSection",
+)
+
+DISPATCH_START_EVENT = "tool/code-dispatch-start"
+DISPATCH_EVENT = "tool/code-dispatch"
+
+INSTRUCTIONS = """\
+To call tools, write one Python program and pass it to `run_code` as `code`.
+The program is the body of an async function: use top-level `await`, and `return` a
+JSON value (dict, list, str, int, float, bool, None) as the result; `print` for logs.
+Call tools as `await tools.<name>(arg=value, ...)` with keyword arguments, as declared
+below. Independent calls can run together: `await asyncio.gather(tools.a(...), tools.b(...))`
+(`import asyncio` first). A failed call raises `ToolCallError` (`.tool`, `.message`,
+`.code`); catch it to recover. Only the logs and the returned value come back to you."""
+
+RUN_CODE_DESCRIPTION = (
+    "Run a Python program that calls the tools described in the tools SDK section "
+    "(`await tools.<name>(...)`), in a fresh sandboxed process. Returns {logs, result?}."
+)
+
+
+_RUN_CODE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "the Python program"}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+
+
+class CodeModeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How code mode runs programs."""
+
+    limits: Limits = msgspec.field(default_factory=Limits)
+    """The runtime limits; ``max_parallel_sub_calls`` bounds overlapping safe calls."""
+    policy: Literal["python", "restricted"] = "python"
+    max_tool_calls: int = 1_000
+    """Tool calls one run may make; the next raises ``ToolCallError`` (code ``DENIED``)."""
+    preflight_check: bool = False
+    """Type-check each program against the SDK before running it (sdkgen.check_program)."""
+
+
+class SdkSection(msgspec.Struct, frozen=True):
+    """The SDK section for one scope: the text the model reads, its hash, and the name map."""
+
+    text: str
+    sha256: str
+    names: dict[str, str]
+    """Escaped Python attribute -> original tool name."""
+
+
+class CodeRunFailed(ToolError):
+    """A run_code failure: the pipeline turns it into a ``CODE_RUN_FAILED`` result."""
+
+    def __init__(self, message: str, *, content: str, meta: Mapping[str, Any]) -> None:
+        super().__init__(
+            message,
+            code=ErrorCode.CODE_RUN_FAILED,
+            name="CodeRunFailedError",
+            content=content,
+            meta=meta,
+        )
+
+
+def _render_success(logs: list[str], value: Any, has_value: bool) -> str:
+    parts = []
+    if logs:
+        parts.append("logs:\n" + "\n".join(logs))
+    if has_value:
+        parts.append("result:\n" + msgspec.json.encode(value).decode())
+    return "\n".join(parts) if parts else "(no logs, no result)"
+
+
+def _failure(result: RunResult) -> CodeRunFailed:
+    error = result.error
+    assert error is not None
+    facts = msgspec.to_builtins(error)
+    meta = {"code_run": {**facts, "logs": list(result.logs)}}
+    text = f"Error: the program failed ({error.kind}): {error.message}"
+    if result.logs:
+        text += "\nlogs so far:\n" + "\n".join(result.logs)
+    return CodeRunFailed(f"{error.kind}: {error.message}", content=text, meta=meta)
+
+
+def _optional_non_null(manifest: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
+    """Per tool, its optional parameters whose schema does not accept null."""
+    out: dict[str, frozenset[str]] = {}
+    for entry in manifest:
+        schema = entry.get("parameters") or {}
+        required = set(schema.get("required", ()))
+        names = set()
+        for name, prop in (schema.get("properties") or {}).items():
+            if name in required:
+                continue
+            try:
+                accepts_null = validate(from_json_schema(prop), None) is None
+            except Exception:
+                accepts_null = True  # a schema we cannot read: pass the argument through
+            if not accepts_null:
+                names.add(name)
+        out[entry["name"]] = frozenset(names)
+    return out
+
+
+class CodeMode:
+    """Code mode over a registry and a code runtime; installs the reserved ``run_code``."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        runtime: CodeRuntime,
+        config: CodeModeConfig | None = None,
+    ) -> None:
+        self.registry = registry
+        self.runtime = runtime
+        self.config = config or CodeModeConfig()
+        self._ids = itertools.count(1)
+        self.definition = define_tool(
+            name=RUN_CODE,
+            description=RUN_CODE_DESCRIPTION,
+            parameters=_RUN_CODE_PARAMETERS,
+            execute=self._execute,
+            output={
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "logs": {"type": "array", "items": {"type": "string"}},
+                        "result": {},
+                    },
+                    "required": ["logs"],
+                },
+                "render": lambda _args, value: _render_success(
+                    list(value["logs"]), value.get("result"), "result" in value
+                ),
+            },
+        )
+        registry.install_run_code(self.definition)
+
+    # ---- what the model sees -----------------------------------------------------------------
+
+    def sdk(self, scope: Scope | None = None) -> SdkSection:
+        """The SDK section for ``scope``'s visible tools: deterministic, byte-identical."""
+        manifest = self.registry.manifest(scope)
+        text = INSTRUCTIONS + "\n\n```python\n" + sdkgen.python_sdk(manifest) + "```\n"
+        return SdkSection(
+            text=text, sha256=sdkgen.sdk_hash(text), names=sdkgen.python_names(manifest)
+        )
+
+    def model_tools(
+        self,
+        scope: Scope | None = None,
+        *,
+        format: Literal["json", "openai", "anthropic"] = "json",
+    ) -> list[dict[str, Any]]:
+        """The function definitions the model gets under the scope's presentation mode."""
+        mode = self.registry.mode(scope)
+        schemas = list(self.registry.schemas(scope)) if mode in ("native", "both") else []
+        if mode in ("code", "both"):
+            from host.tools import ToolSchema
+
+            schemas.append(
+                ToolSchema(
+                    name=RUN_CODE,
+                    description=RUN_CODE_DESCRIPTION + "\n\n" + self.sdk(scope).text,
+                    parameters=_RUN_CODE_PARAMETERS,
+                )
+            )
+        if format == "openai":
+            return openai_tools(schemas)
+        if format == "anthropic":
+            return anthropic_tools(schemas)
+        return [s.to_dict() for s in schemas]
+
+    # ---- running ---------------------------------------------------------------------------
+
+    async def _execute(self, args: Any, ctx: ToolRunContext) -> Any:
+        result = await self.run_program(str(args["code"]), scope=ctx.scope, signal=ctx.signal)
+        if result.error is not None:
+            raise _failure(result)
+        value: dict[str, Any] = {"logs": list(result.logs)}
+        if result.has_value:
+            value["result"] = result.value
+        return value
+
+    async def run(
+        self,
+        code: str,
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Invoke ``run_code`` through the registry's pipeline, as a model's call would."""
+        return await self.registry.invoke(
+            RUN_CODE, {"code": code}, scope=scope, signal=signal, call_id=call_id
+        )
+
+    async def run_program(
+        self,
+        code: str,
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        on_log: Callable[[str], None] | None = None,
+        on_call: Callable[[str, ToolResult], None] | None = None,
+        on_progress: Callable[[RunStats], None] | None = None,
+    ) -> RunResult:
+        """Run a program with the scope's tools bound under ``tools.``; the raw run result.
+
+        Unfinished sub-calls are aborted and drained before this returns.
+        """
+        if self.config.preflight_check:
+            failed = self._preflight(code, scope)
+            if failed is not None:
+                return failed
+        controller = AbortController()
+        sub_signal, unlink = (
+            fuse_signals(signal, controller.signal)
+            if signal is not None
+            else (controller.signal, None)
+        )
+        try:
+            async with anyio.create_task_group() as calls:
+                bindings = self._bindings(scope, sub_signal, calls, on_call)
+                request = RunRequest(
+                    program=code,
+                    bindings=bindings,
+                    limits=self.config.limits,
+                    policy=self.config.policy,
+                    on_log=on_log,
+                    on_progress=on_progress,
+                    abort=signal,
+                )
+                result = await self.runtime.run(request)
+                controller.abort("the program's run settled")  # unfinished calls: ABORTED
+            return result
+        finally:
+            if unlink is not None:
+                unlink()
+
+    def _preflight(self, code: str, scope: Scope | None) -> RunResult | None:
+        from runtime import RunError
+
+        diagnostics = sdkgen.check_program(code, self.registry.manifest(scope))
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if not errors:
+            return None
+        text = sdkgen.render_diagnostics(errors)
+        return RunResult(
+            logs=[],
+            error=RunError(
+                kind="parse", message=f"the type check failed:\n{text}", lineno=errors[0].line
+            ),
+        )
+
+    def _bindings(
+        self,
+        scope: Scope | None,
+        signal: AbortSignal,
+        calls: anyio.abc.TaskGroup,
+        on_call: Callable[[str, ToolResult], None] | None,
+    ) -> dict[str, Any]:
+        manifest = self.registry.manifest(scope)
+        names = sdkgen.python_names(manifest)
+        scheduler = SubCallScheduler(self.config.limits.max_parallel_sub_calls)
+        budget = {"left": self.config.max_tool_calls}
+        actual_scope = scope or self.registry.root
+
+        optional_non_null = _optional_non_null(manifest)
+
+        def make(tool: str) -> Any:
+            droppable = optional_non_null.get(tool, frozenset())
+
+            async def binding(args: Any) -> Any:
+                if droppable and isinstance(args, dict):
+                    # The SDK writes optional parameters as `p: T | None = None`; an explicit
+                    # None there means "not given", unless the parameter itself takes null.
+                    args = {k: v for k, v in args.items() if not (v is None and k in droppable)}
+                if budget["left"] <= 0:
+                    raise ToolCallError(
+                        tool,
+                        f"this run already made {self.config.max_tool_calls} tool calls "
+                        "(max_tool_calls); do more per call or split the work",
+                        "DENIED",
+                    )
+                budget["left"] -= 1
+                box: list[ToolResult] = []
+                done = anyio.Event()
+
+                async def dispatch() -> None:
+                    try:
+                        box.append(
+                            await self._dispatch(tool, args, actual_scope, signal, scheduler)
+                        )
+                    finally:
+                        done.set()
+
+                # In the run's own task group the call would die with the run; here it is
+                # aborted through its signal and drained, so its result is still published.
+                calls.start_soon(dispatch)
+                await done.wait()
+                result = box[0]
+                if on_call is not None:
+                    on_call(tool, result)
+                if result.error is not None:
+                    raise ToolCallError(tool, result.error.message, str(result.error.code))
+                return thaw(result.value)
+
+            return binding
+
+        return {f"tools.{escaped}": make(original) for escaped, original in names.items()}
+
+    async def _dispatch(
+        self,
+        tool: str,
+        args: Any,
+        scope: Scope,
+        signal: AbortSignal,
+        scheduler: SubCallScheduler,
+    ) -> ToolResult:
+        call_id = f"code-{next(self._ids)}"
+        parallel = is_concurrency_safe(self.registry, ToolCallRequest(tool, args), scope)
+        async with scheduler.slot(parallel):
+            self.registry.emit(
+                DISPATCH_START_EVENT,
+                {"call_id": call_id, "name": tool, "args": args, "parallel": parallel},
+            )
+            result = await self.registry.invoke(
+                tool, args, scope=scope, signal=signal, call_id=call_id
+            )
+            self.registry.emit(
+                DISPATCH_EVENT,
+                {
+                    "call_id": call_id,
+                    "name": tool,
+                    "is_error": result.is_error,
+                    "content": thaw(result.content),
+                    "result": result.to_dict(),
+                },
+            )
+        return result

@@ -1,0 +1,309 @@
+"""Code mode end to end with real children: run_code, the pipeline per call, scheduling, events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from host.codemode import DISPATCH_EVENT, DISPATCH_START_EVENT, CodeMode, CodeModeConfig
+from host.sandbox import SubprocessRuntime
+from host.tools import Deny, ToolCall, ToolRegistry, ToolsConfig, tool
+from runtime import Limits
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+ACTIVE = {"now": 0, "peak": 0}
+
+
+async def _nap(ms: int) -> int:
+    ACTIVE["now"] += 1
+    ACTIVE["peak"] = max(ACTIVE["peak"], ACTIVE["now"])
+    try:
+        await anyio.sleep(ms / 1000)
+    finally:
+        ACTIVE["now"] -= 1
+    return ms
+
+
+@tool(concurrency_safe=True)
+async def nap(ms: int) -> int:
+    """Sleep, then return the milliseconds slept (safe to run in parallel)."""
+    return await _nap(ms)
+
+
+@tool
+async def nap_exclusive(ms: int) -> int:
+    """Sleep, then return the milliseconds slept (exclusive)."""
+    return await _nap(ms)
+
+
+@tool
+def boom() -> str:
+    """Always fails."""
+    raise RuntimeError("boom went the tool")
+
+
+@tool
+def picture() -> dict[str, str]:
+    """Returns a value; its content carries an image."""
+    return {"kind": "png"}
+
+
+TOOLS = [add, nap, nap_exclusive, boom]
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[tuple[ToolRegistry, CodeMode]]:
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    for definition in TOOLS:
+        registry.register(definition)
+    async with SubprocessRuntime() as runtime:
+        config = CodeModeConfig(limits=Limits(compute_ms=5_000, max_wall_ms=20_000))
+        yield registry, CodeMode(registry, runtime, config)
+
+
+async def test_run_code_returns_logs_and_result(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    _, codemode = setup
+    result = await codemode.run("print('hi')\nreturn await tools.add(a=2, b=3)")
+    shape = result.to_dict()
+    assert shape["is_error"] is False
+    assert shape["value"] == {"logs": ["hi"], "result": 5}
+    assert "hi" in shape["content"][0]["text"] and "5" in shape["content"][0]["text"]
+
+
+async def test_a_program_without_a_result_has_no_result_key(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    result = await codemode.run("x = 1")
+    assert result.to_dict()["value"] == {"logs": []}
+
+
+async def test_a_failed_run_is_a_structured_code_run_failed(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    result = await codemode.run("print('before')\nx = 1\n1 / 0")
+    shape = result.to_dict()
+    assert shape["is_error"] is True
+    assert shape["error"]["info"]["code"] == "CODE_RUN_FAILED"
+    facts = shape["meta"]["code_run"]
+    assert facts["kind"] == "exception"
+    assert facts["logs"] == ["before"]
+    assert facts["lineno"] == 3
+    assert 'File "<program>", line 3' in facts["traceback"]
+    assert "before" in shape["content"][0]["text"]
+
+
+async def test_a_failed_tool_call_raises_tool_call_error(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    program = (
+        "try:\n"
+        "    await tools.boom()\n"
+        "except ToolCallError as e:\n"
+        "    return [e.tool, e.code, e.message]\n"
+    )
+    result = await codemode.run(program)
+    assert result.to_dict()["value"]["result"] == [
+        "boom",
+        "TOOL_ERROR",
+        "RuntimeError: boom went the tool",
+    ]
+
+
+async def test_every_call_goes_through_the_pipeline(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    registry, codemode = setup
+    registry.pre_execute(
+        lambda call, decision: Deny("no adding today") if call.name == "add" else None
+    )
+    program = "try:\n    await tools.add(a=1, b=2)\nexcept ToolCallError as e:\n    return e.code"
+    result = await codemode.run(program)
+    assert result.to_dict()["value"]["result"] == "DENIED"
+    invalid = await codemode.run(
+        "try:\n    await tools.add(a='x', b=2)\nexcept ToolCallError as e:\n    return e.code"
+    )
+    assert invalid.to_dict()["value"]["result"] == "INVALID_ARGS"
+
+
+async def test_dispatch_events_bracket_each_call(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    registry, codemode = setup
+    seen: list[tuple[str, Any]] = []
+    registry.on(DISPATCH_START_EVENT, lambda p: seen.append(("start", p["name"])))
+    registry.on(
+        DISPATCH_EVENT, lambda p: seen.append(("done", (p["name"], p["is_error"], p["content"])))
+    )
+    await codemode.run(
+        "await tools.add(a=1, b=1)\ntry:\n    await tools.boom()\nexcept ToolCallError:\n    pass"
+    )
+    assert [s[0] for s in seen] == ["start", "done", "start", "done"]
+    assert seen[1][1][:2] == ("add", False)
+    assert seen[3][1][:2] == ("boom", True)
+    assert seen[3][1][2][0]["text"].startswith("Error:")
+
+
+async def test_safe_calls_overlap_and_exclusive_calls_are_serial(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    gather = (
+        "import asyncio\nreturn await asyncio.gather(*(tools.{name}(ms=100) for _ in range(5)))"
+    )
+    ACTIVE["peak"] = 0
+    result = await codemode.run_program(gather.format(name="nap"))
+    assert result.value == [100] * 5
+    assert ACTIVE["peak"] == 5  # all five at once
+    ACTIVE["peak"] = 0
+    result = await codemode.run_program(gather.format(name="nap_exclusive"))
+    assert result.value == [100] * 5
+    assert ACTIVE["peak"] == 1  # one after another
+
+
+async def test_max_parallel_sub_calls_bounds_safe_calls(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _ = setup
+    async with SubprocessRuntime() as runtime:
+        config = CodeModeConfig(limits=Limits(max_parallel_sub_calls=2))
+        codemode = CodeMode(ToolRegistry(), runtime, config)
+        codemode.registry.register(nap)
+        ACTIVE["peak"] = 0
+        program = "import asyncio\nawait asyncio.gather(*(tools.nap(ms=50) for _ in range(6)))"
+        result = await codemode.run_program(program)
+    assert result.ok
+    assert ACTIVE["peak"] == 2
+
+
+async def test_unfinished_calls_are_aborted_and_drained(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    registry, codemode = setup
+    done: list[Any] = []
+    registry.on(
+        DISPATCH_EVENT,
+        lambda p: done.append(
+            (p["name"], p["result"].get("error", {}).get("info", {}).get("code"))
+        ),
+    )
+    program = "import asyncio\nasyncio.ensure_future(tools.nap(ms=30000))\nawait asyncio.sleep(0.2)\nraise ValueError('give up')"
+    with anyio.fail_after(10):
+        result = await codemode.run_program(program)
+    assert result.error is not None and result.error.kind == "exception"
+    assert done == [("nap", "ABORTED")]  # published before run_program returned
+
+
+async def test_the_number_of_calls_per_run_is_capped(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    _ = setup
+    async with SubprocessRuntime() as runtime:
+        codemode = CodeMode(ToolRegistry(), runtime, CodeModeConfig(max_tool_calls=3))
+        codemode.registry.register(add)
+        program = (
+            "n = 0\n"
+            "try:\n"
+            "    for _ in range(10):\n"
+            "        await tools.add(a=1, b=1)\n"
+            "        n += 1\n"
+            "except ToolCallError as e:\n"
+            "    return [n, e.code, e.message]\n"
+        )
+        result = await codemode.run_program(program)
+    n, code, message = result.value
+    assert (n, code) == (3, "DENIED")
+    assert "max_tool_calls" in message
+
+
+async def test_the_sdk_section_is_deterministic_and_scoped(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    registry, codemode = setup
+    first = codemode.sdk()
+    other = ToolRegistry()
+    for definition in reversed(TOOLS):
+        other.register(definition)
+    async with SubprocessRuntime() as runtime:
+        second = CodeMode(other, runtime).sdk()
+    assert first.text == second.text and first.sha256 == second.sha256
+    assert "async def add(*, a: int, b: int) -> int" in first.text
+    assert "top-level `await`" in first.text
+    agent = registry.agent_scope()
+    agent.restrict(allow=["add"])
+    scoped = codemode.sdk(agent)
+    assert "def add(" in scoped.text and "def boom(" not in scoped.text
+    assert scoped.names == {"add": "add"}
+
+
+async def test_presentation_modes(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    registry, codemode = setup
+    assert [t["name"] for t in codemode.model_tools()] == ["run_code"]
+    agent = registry.agent_scope()
+    agent.present_as("native")
+    assert sorted(t["name"] for t in codemode.model_tools(agent)) == [
+        "add",
+        "boom",
+        "nap",
+        "nap_exclusive",
+    ]
+    agent.present_as("both")
+    assert "run_code" in [t["name"] for t in codemode.model_tools(agent)]
+    openai = codemode.model_tools(format="openai")
+    assert openai[0]["function"]["name"] == "run_code"
+    assert "async def add" in openai[0]["function"]["description"]
+
+
+async def test_an_agent_scope_runs_its_own_tools(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    registry, codemode = setup
+    agent = registry.agent_scope()
+
+    @tool(name="secret")
+    def secret() -> str:
+        """Only this agent has it."""
+        return "s3cret"
+
+    registry.register(secret, scope=agent)
+    assert (await codemode.run("return await tools.secret()", scope=agent)).to_dict()["value"][
+        "result"
+    ] == "s3cret"
+    outside = await codemode.run("return await tools.secret()")
+    assert outside.to_dict()["meta"]["code_run"]["kind"] == "exception"
+
+
+async def test_a_preflight_type_check_stops_a_bad_program_before_it_runs(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _ = setup
+    calls: list[ToolCall] = []
+    async with SubprocessRuntime() as runtime:
+        codemode = CodeMode(ToolRegistry(), runtime, CodeModeConfig(preflight_check=True))
+        codemode.registry.register(add)
+        codemode.registry.pre_execute(lambda call, decision: calls.append(call))
+        result = await codemode.run_program("x = await tools.add(a=1, b='two')\nreturn x")
+    assert result.error is not None and result.error.kind == "parse"
+    assert "1:" in result.error.message and "type check" in result.error.message
+    assert calls == []
+
+
+async def test_none_for_an_optional_parameter_means_not_given(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    registry, codemode = setup
+
+    @tool(name="greet")
+    def greet(name: str = "world") -> str:
+        """Greet someone."""
+        return f"hello {name}"
+
+    registry.register(greet)
+    assert (
+        await codemode.run_program("return await tools.greet(name=None)")
+    ).value == "hello world"
