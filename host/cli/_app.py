@@ -138,7 +138,7 @@ def _print_failure(console: Console, result: RunResult) -> None:
 
 
 @app.command()
-def run(  # noqa: PLR0917 - one parameter per documented flag
+def run(
     program: Annotated[str, typer.Argument(help="The program file, or - for standard input.")],
     bindings: BindingsOption = [],  # noqa: B006 - typer reads the default, never mutates it
     compute_ms: Annotated[int, typer.Option(min=1, help="Busy-CPU budget of the run.")] = 60_000,

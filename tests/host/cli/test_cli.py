@@ -1,0 +1,294 @@
+"""The dsh-code command end to end: flags, exit codes, JSON shape, logs, ask prompts, sdk/tools/check."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import zstandard
+from typer.testing import CliRunner
+
+from host.cli._app import app
+
+runner = CliRunner()
+
+BINDINGS = '''
+from host.tools import tool, Ask
+
+@tool(concurrency_safe=True)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+def setup_registry(registry):
+    registry.pre_execute(lambda call, decision: Ask("shouting is loud") if call.name == "shout" else None)
+'''
+
+
+@pytest.fixture
+def bindings(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.py"
+    path.write_text(BINDINGS)
+    return path
+
+
+def _program(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "prog.py"
+    path.write_text(text)
+    return path
+
+
+def _json(tmp_path: Path, bindings: Path, text: str, *flags: str) -> tuple[int, dict[str, object]]:
+    result = runner.invoke(
+        app, ["run", str(_program(tmp_path, text)), "-b", str(bindings), "--json", *flags]
+    )
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stdout  # exactly one JSON object
+    return result.exit_code, json.loads(lines[0])
+
+
+def test_run_prints_logs_and_the_result(tmp_path: Path, bindings: Path) -> None:
+    prog = _program(tmp_path, "print('adding')\nreturn await tools.add(a=2, b=3)")
+    result = runner.invoke(app, ["run", str(prog), "--bindings", str(bindings)])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == ["adding", "5"]
+
+
+def test_json_output_success_and_failure_shapes(tmp_path: Path, bindings: Path) -> None:
+    code, out = _json(tmp_path, bindings, "print('x')\nreturn {'n': await tools.add(a=1, b=1)}")
+    assert (code, out) == (0, {"value": {"n": 2}, "logs": ["x"]})
+    code, out = _json(tmp_path, bindings, "x = 1")
+    assert (code, out) == (0, {"logs": []})
+    code, out = _json(tmp_path, bindings, "print('before')\n1 / 0")
+    assert code == 1
+    assert set(out) == {"logs", "error"}
+    error = out["error"]
+    assert isinstance(error, dict)
+    assert error["kind"] == "exception"
+    assert error["exception_type"] == "ZeroDivisionError"
+    assert out["logs"] == ["before"]
+
+
+def test_the_program_can_come_from_stdin(bindings: Path) -> None:
+    result = runner.invoke(
+        app, ["run", "-", "-b", str(bindings), "--json"], input="return 40 + 2\n"
+    )
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"value": 42, "logs": []}
+
+
+@pytest.mark.parametrize(
+    ("flags", "program", "kind", "fact"),
+    [
+        (["--compute-ms", "200"], "while True:\n    pass", "budget", ("budget", "compute")),
+        (["--wall-ms", "300"], "import time\ntime.sleep(30)", "budget", ("budget", "wall")),
+        (
+            ["--max-output-bytes", "100"],
+            "for i in range(1000):\n    print(i)",
+            "output_limit",
+            None,
+        ),
+        (
+            ["--memory-mb", "64"],
+            "xs = []\nwhile True:\n    xs.append(bytearray(1 << 20))",
+            "memory",
+            None,
+        ),
+        (["--policy", "restricted"], "import os\nreturn os.getcwd()", "parse", ("lineno", 1)),
+    ],
+)
+def test_each_limit_flag_is_enforced(
+    tmp_path: Path,
+    bindings: Path,
+    flags: list[str],
+    program: str,
+    kind: str,
+    fact: tuple[str, object] | None,
+) -> None:
+    code, out = _json(tmp_path, bindings, program, *flags)
+    assert code == 1
+    error = out["error"]
+    assert isinstance(error, dict)
+    assert error["kind"] == kind
+    if fact is not None:
+        assert error[fact[0]] == fact[1]
+
+
+def test_max_tool_calls_and_parallel_flags(tmp_path: Path, bindings: Path) -> None:
+    program = (
+        "import asyncio\n"
+        "try:\n"
+        "    await asyncio.gather(*(tools.add(a=i, b=i) for i in range(5)))\n"
+        "except ToolCallError as e:\n"
+        "    return e.code\n"
+    )
+    code, out = _json(
+        tmp_path, bindings, program, "--max-tool-calls", "3", "--max-parallel-sub-calls", "1"
+    )
+    assert (code, out["value"]) == (0, "DENIED")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "/no/such/program.py"], "program file not found"),
+        (["run", "-", "--policy", "lenient"], "--policy must be"),
+        (["run", "-", "--compute-ms", "0"], "compute-ms"),
+        (["run", "-", "--yes", "--no"], "exclude each other"),
+        (["sdk", "--lang", "rust"], "--lang must be"),
+        (["tools", "--format", "xml"], "--format must be"),
+    ],
+)
+def test_usage_errors_exit_2_without_a_traceback(args: list[str], needle: str) -> None:
+    result = runner.invoke(app, args, input="1\n")
+    assert result.exit_code == 2
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_bindings_file_that_fails_to_import_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = 1\nimport no_such_module_here\n")
+    result = runner.invoke(app, ["run", "-", "-b", str(bad)], input="1\n")
+    assert result.exit_code == 2
+    assert "bad.py (line 2)" in result.output and "ModuleNotFoundError" in result.output
+    assert "Traceback" not in result.output
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    result = runner.invoke(app, ["run", "-", "-b", str(empty)], input="1\n")
+    assert result.exit_code == 2 and "no tools" in result.output
+
+
+def test_ask_decisions_follow_yes_no_and_the_missing_terminal(
+    tmp_path: Path, bindings: Path
+) -> None:
+    program = "try:\n    return await tools.shout(text='hi')\nexcept ToolCallError as e:\n    return e.code"
+    assert _json(tmp_path, bindings, program, "--yes")[1]["value"] == "HI"
+    assert _json(tmp_path, bindings, program, "--no")[1]["value"] == "DENIED"
+    assert _json(tmp_path, bindings, program)[1]["value"] == "DENIED"  # no terminal: not approved
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-m", "host.cli"]
+
+
+def test_ask_prompts_the_person_at_a_terminal(tmp_path: Path, bindings: Path) -> None:
+    prog = _program(tmp_path, "return await tools.shout(text='hi')")
+    main, child = os.openpty()
+    proc = subprocess.Popen(
+        [*_cli(), "run", str(prog), "-b", str(bindings)], stdin=child, stdout=child, stderr=child
+    )
+    os.close(child)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"allow shout?" not in seen and time.monotonic() < deadline:
+            if select.select([main], [], [], 0.5)[0]:
+                seen += os.read(main, 4096)
+        assert b"shouting is loud" in seen
+        os.write(main, b"y\n")
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([main], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(main, 4096)
+                except OSError:
+                    break
+        assert proc.wait(timeout=10) == 0
+        assert b'"HI"' in seen
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(main)
+
+
+def test_logs_stream_while_the_program_runs(tmp_path: Path, bindings: Path) -> None:
+    prog = _program(
+        tmp_path, "print('early', flush=True)\nimport time\ntime.sleep(3)\nprint('late')"
+    )
+    proc = subprocess.Popen(
+        [*_cli(), "run", str(prog), "-b", str(bindings)], stdout=subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first == b"early\n"
+        assert proc.poll() is None  # the line arrived while the program was still sleeping
+        rest = proc.stdout.read()
+        assert proc.wait(timeout=30) == 0
+        assert rest == b"late\n"
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_the_session_log_reconstructs_the_run(tmp_path: Path, bindings: Path) -> None:
+    for name in ("session.jsonl", "session.jsonl.zst"):
+        log = tmp_path / name
+        prog = _program(tmp_path, "print('hi')\nreturn await tools.add(a=1, b=2)")
+        result = runner.invoke(app, ["run", str(prog), "-b", str(bindings), "--log", str(log)])
+        assert result.exit_code == 0
+        data = log.read_bytes()
+        if name.endswith(".zst"):
+            data = zstandard.ZstdDecompressor().stream_reader(data).read()
+        events = [json.loads(line) for line in data.decode().splitlines()]
+        kinds = [e["event"] for e in events]
+        assert kinds[0] == "run/start" and kinds[-1] == "run/end"
+        assert events[0]["program"].startswith("print('hi')")
+        assert {"tool/code-dispatch-start", "tool/code-dispatch", "result", "log"} <= set(kinds)
+        dispatch = next(e for e in events if e["event"] == "tool/code-dispatch")
+        assert dispatch["payload"]["name"] == "add" and dispatch["payload"]["is_error"] is False
+        assert events[-1]["result"] == {"value": 3, "logs": ["hi"]}
+
+
+def test_sdk_prints_python_and_typescript_and_checks_a_file(tmp_path: Path, bindings: Path) -> None:
+    python = runner.invoke(app, ["sdk", "-b", str(bindings), "--lang", "python"])
+    assert python.exit_code == 0
+    assert "async def add(*, a: int, b: int) -> int" in python.stdout
+    typescript = runner.invoke(app, ["sdk", "-b", str(bindings), "--lang", "typescript"])
+    assert "declare const tools" in typescript.stdout
+    saved = tmp_path / "sdk.pyi"
+    saved.write_text(python.stdout)
+    assert runner.invoke(app, ["sdk", "-b", str(bindings), "--check", str(saved)]).exit_code == 0
+    saved.write_text(python.stdout + "# edited\n")
+    assert runner.invoke(app, ["sdk", "-b", str(bindings), "--check", str(saved)]).exit_code == 1
+
+
+@pytest.mark.parametrize("fmt", ["json", "openai", "anthropic"])
+def test_tools_prints_native_schemas(bindings: Path, fmt: str) -> None:
+    result = runner.invoke(app, ["tools", "-b", str(bindings), "--format", fmt])
+    assert result.exit_code == 0
+    schemas = json.loads(result.stdout)
+    names = [s["function"]["name"] if fmt == "openai" else s["name"] for s in schemas]
+    assert names == ["add", "shout"]
+    if fmt == "anthropic":
+        assert schemas[0]["input_schema"]["required"] == ["a", "b"]
+
+
+def test_check_type_checks_a_program(tmp_path: Path, bindings: Path) -> None:
+    bad = _program(tmp_path, "x = 1\nreturn await tools.add(a=1, b='two')")
+    result = runner.invoke(app, ["check", str(bad), "-b", str(bindings)])
+    assert result.exit_code == 1
+    assert result.stdout.startswith("2:")
+    good = _program(tmp_path, "return await tools.add(a=1, b=2)")
+    assert runner.invoke(app, ["check", str(good), "-b", str(bindings)]).exit_code == 0
+
+
+def test_run_check_stops_a_bad_program_before_it_runs(tmp_path: Path, bindings: Path) -> None:
+    code, out = _json(tmp_path, bindings, "print('ran')\nawait tools.ad(a=1, b=2)", "--check")
+    assert code == 1
+    error = out["error"]
+    assert isinstance(error, dict) and error["kind"] == "parse"
+    assert out["logs"] == []
