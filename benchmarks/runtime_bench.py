@@ -46,7 +46,12 @@ def pct(samples: list[float], q: float) -> float:
 
 def summary(samples: list[float]) -> dict[str, float]:
     """Median, p95 and max of a sample list."""
-    return {"p50": statistics.median(samples), "p95": pct(samples, 95), "max": max(samples), "n": len(samples)}
+    return {
+        "p50": statistics.median(samples),
+        "p95": pct(samples, 95),
+        "max": max(samples),
+        "n": len(samples),
+    }
 
 
 async def noop(args: Any) -> Any:
@@ -96,24 +101,35 @@ async def bench(runs: int) -> dict[str, Any]:
         child, local = [], []
         for _ in range(5):
             t = time.perf_counter()
-            r = await rt.run(RunRequest(program="import time\nt = time.perf_counter()\n" + SUM_SQUARES.replace("return total", "return time.perf_counter() - t")))
+            r = await rt.run(
+                RunRequest(
+                    program="import time\nt = time.perf_counter()\n"
+                    + SUM_SQUARES.replace("return total", "return time.perf_counter() - t")
+                )
+            )
             child.append(float(r.value))
             local.append(in_process(SUM_SQUARES))
         out["sum_of_squares_child_s"] = summary(child)
         out["sum_of_squares_in_process_s"] = summary(local)
-        out["compute_ratio_child_over_cpython"] = statistics.median(child) / statistics.median(local)
+        out["compute_ratio_child_over_cpython"] = statistics.median(child) / statistics.median(
+            local
+        )
 
         compute_over, compute_settle, wall_over = [], [], []
         for _ in range(max(runs // 10, 10)):
             t = time.perf_counter()
-            r = await rt.run(RunRequest(program="while True:\n    pass", limits=Limits(compute_ms=100)))
+            r = await rt.run(
+                RunRequest(program="while True:\n    pass", limits=Limits(compute_ms=100))
+            )
             elapsed = (time.perf_counter() - t) * 1000
             assert r.error is not None and r.error.budget == "compute", r.error
             assert r.stats is not None
             compute_over.append(r.stats.compute_ms - 100)
             compute_settle.append(elapsed - 100)
             t = time.perf_counter()
-            r = await rt.run(RunRequest(program="import time\ntime.sleep(10)", limits=Limits(max_wall_ms=100)))
+            r = await rt.run(
+                RunRequest(program="import time\ntime.sleep(10)", limits=Limits(max_wall_ms=100))
+            )
             assert r.error is not None and r.error.budget == "wall", r.error
             wall_over.append((time.perf_counter() - t) * 1000 - 100)
         out["compute_budget_100ms_billed_over_ms"] = summary(compute_over)
@@ -126,7 +142,9 @@ def table(results: dict[str, Any]) -> str:
     lines = ["| measure | p50 | p95 | max | n |", "|---|---|---|---|---|"]
     for name, value in results.items():
         if isinstance(value, dict):
-            lines.append(f"| {name} | {value['p50']:.3f} | {value['p95']:.3f} | {value['max']:.3f} | {value['n']} |")
+            lines.append(
+                f"| {name} | {value['p50']:.3f} | {value['p95']:.3f} | {value['max']:.3f} | {value['n']} |"
+            )
         else:
             lines.append(f"| {name} | {value:.3f} | | | |")
     return "\n".join(lines)

@@ -43,7 +43,7 @@ async def count_words(args: Any) -> Any:
     return len(str(args["text"]).split())
 
 
-PROGRAM = '''\
+PROGRAM = """\
 import asyncio
 
 files = [f for f in await tools.list_dir(path="runtime") if f.endswith(".py")]
@@ -57,11 +57,15 @@ try:
 except ToolCallError as e:
     print(f"refused as expected: {e.message} ({e.code})")
 return {"modules": len(files), "words": sum(counts)}
-'''
+"""
 
 
 async def main() -> int:
-    bindings = {"tools.list_dir": list_dir, "tools.read_file": read_file, "tools.count_words": count_words}
+    bindings = {
+        "tools.list_dir": list_dir,
+        "tools.read_file": read_file,
+        "tools.count_words": count_words,
+    }
     program = Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else PROGRAM
     print("--- program ---")
     print(program.rstrip())
@@ -81,7 +85,9 @@ async def main() -> int:
     print(result.value)
     stats = result.stats
     if stats is not None:
-        print(f"({stats.calls} binding calls, {stats.compute_ms:.1f} ms compute, {stats.wall_ms:.1f} ms wall)")
+        print(
+            f"({stats.calls} binding calls, {stats.compute_ms:.1f} ms compute, {stats.wall_ms:.1f} ms wall)"
+        )
     return 0
 
 

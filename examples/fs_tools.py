@@ -21,7 +21,9 @@ def _inside(path: str) -> Path:
 
 
 @tool(concurrency_safe=True)
-def list_dir(path: Annotated[str, "A directory, relative to the working directory."] = ".") -> list[str]:
+def list_dir(
+    path: Annotated[str, "A directory, relative to the working directory."] = ".",
+) -> list[str]:
     """List a directory: names sorted, directories with a trailing '/'."""
     target = _inside(path)
     if not target.is_dir():
@@ -30,7 +32,9 @@ def list_dir(path: Annotated[str, "A directory, relative to the working director
 
 
 @tool(concurrency_safe=True)
-def read_file(path: Annotated[str, "A file, relative to the working directory."], max_bytes: int = 1_000_000) -> str:
+def read_file(
+    path: Annotated[str, "A file, relative to the working directory."], max_bytes: int = 1_000_000
+) -> str:
     """Read a UTF-8 text file (at most max_bytes; undecodable bytes are replaced)."""
     target = _inside(path)
     if not target.is_file():

@@ -186,7 +186,7 @@ def validate(node: Node, value: Any) -> str | None:
     return None
 
 
-def _visit(  # noqa: PLR0917 - the hot path of the validator
+def _visit(
     node: Node,
     value: Any,
     path: _Path,
