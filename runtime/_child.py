@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from runtime._contain import enter_namespaces, landlock, mount_proc, mount_workdir
 from runtime._errors import ToolCallError
 from runtime._json import json_problem
 from runtime._program import ABSENT_NAME, LAST_NAME, entry_point
@@ -351,7 +352,43 @@ def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
     os.set_inheritable(ctl_out, False)
 
 
-def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
+def _supervise(pid: int, fds: tuple[int, ...]) -> None:
+    """The namespaces level's outer process: wait for PID 1 of the run, leave as it left."""
+    # The run's pipes belong to PID 1 alone: its exit is their EOF. (Not found by listing
+    # /proc/self/fd: PID 1 remounts /proc for its namespace, where we do not exist.)
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _enter_namespaces(fds: tuple[int, ...]) -> None:
+    """New namespaces, then fork: the outer process supervises, the inner one is PID 1."""
+    enter_namespaces()
+    pid = os.fork()
+    if pid:
+        _supervise(pid, fds)
+    # Our parent is outside our PID namespace (getppid() is 0 here), so it cannot be checked
+    # as in _contain; if it died before this line, the template sweeps us up as an orphan.
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    mount_proc()
+
+
+def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int, isolation: str) -> None:
     """Run one program in this freshly forked process; never returns.
 
     Everything that does not depend on the program happens before the child waits for
@@ -360,6 +397,8 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
     global _bridge, _max_output
     try:
         _contain(ctl_in, ctl_out, log_w, parent)
+        if isolation == "namespaces":
+            _enter_namespaces((0, 1, 2, ctl_in, ctl_out))
         _bridge = bridge = _Bridge(ctl_in, ctl_out)
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(
@@ -375,7 +414,10 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         start = _read_start(ctl_in)  # a child forked ahead of time waits here
+        if isolation == "namespaces":
+            mount_workdir(start.workdir, start.file_bytes)
         os.chdir(start.workdir)
+        landlock(start.workdir)
         _max_output = start.max_output_bytes
         namespace = _program_namespace(start, bridge)
         func = entry_point(marshal.loads(start.code), namespace)
@@ -387,7 +429,9 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
         )
         _set_limits(start)
     except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
-        os.write(2, f"dsh-code child set-up failed: {exc!r}\n".encode())
+        os.write(
+            2, f"dsh-code child set-up failed: {exc!r} {getattr(exc, 'strerror', '')}\n".encode()
+        )
         os._exit(70)
     _run(loop, func, bridge)
 

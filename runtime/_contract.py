@@ -80,6 +80,8 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Called with each log line as the child writes it (without the newline)."""
     abort: AbortSignalLike | None = None
     """When set, the run settles with kind ``aborted``."""
+    on_progress: Callable[[RunStats], None] | None = None
+    """Called now and then (at most every 100 ms) with the run's figures so far."""
 
 
 class RunError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -21,6 +21,7 @@ import sys
 import time
 
 from runtime._child import child_main  # imported here, once, so every fork starts warm
+from runtime._contain import enter_namespaces, mount_proc
 from runtime._procs import children, kill_tree
 from runtime._program import compile_program
 
@@ -47,6 +48,7 @@ _WARM = (
 __all__ = ("main",)
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
 _INT = struct.Struct("!i")
 _FDS_PER_RUN = 4
 
@@ -54,8 +56,9 @@ _FDS_PER_RUN = 4
 class _Template:
     """The fork server's state: live runs by pid, their status fds."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, isolation: str) -> None:
         self.sock = sock
+        self.isolation = isolation
         self.runs: dict[int, int] = {}  # pid -> status_w fd
 
     def fork(self, fds: list[int]) -> None:
@@ -64,7 +67,7 @@ class _Template:
         if pid == 0:
             try:
                 self.sock.close()
-                child_main(ctl_in, ctl_out, log_w, os.getppid())
+                child_main(ctl_in, ctl_out, log_w, os.getppid(), self.isolation)
             finally:
                 os._exit(71)
         for fd in (ctl_in, ctl_out, log_w):
@@ -121,8 +124,44 @@ class _Template:
         os._exit(0)
 
 
-def main(sock_fd: int) -> None:
-    """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF."""
+def _probe_namespaces() -> str | None:
+    """Try the namespaces level in a throwaway child; None if it works, else why not."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            libc = ctypes.CDLL(None)
+            libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            enter_namespaces()
+            inner = os.fork()
+            if inner == 0:
+                try:
+                    mount_proc()
+                except BaseException as exc:
+                    os.write(w, str(exc).encode()[:500])
+                    os._exit(1)
+                os._exit(0)
+            _, status = os.waitpid(inner, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        except BaseException as exc:
+            os.write(w, str(exc).encode()[:500])
+            os._exit(1)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as f:
+        reason = f.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) == 0:
+        return None
+    return reason or f"the probe exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+def main(sock_fd: int, requested: str = "process") -> None:
+    """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF.
+
+    ``requested`` is "process", "namespaces" or "auto"; READY says what we settled on:
+    ``b"R:<level>"`` or ``b"R:process:<why not namespaces>"``.
+    """
     for name in _WARM:
         __import__(name)
     compile_program("1")  # warms the compiler's own caches
@@ -131,7 +170,14 @@ def main(sock_fd: int) -> None:
     libc = ctypes.CDLL(None)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sock = socket.socket(fileno=sock_fd)
-    template = _Template(sock)
+    isolation, why_not = "process", ""
+    if requested in ("namespaces", "auto"):
+        problem = _probe_namespaces()
+        if problem is None:
+            isolation = "namespaces"
+        else:
+            why_not = problem
+    template = _Template(sock, isolation)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -140,7 +186,7 @@ def main(sock_fd: int) -> None:
     # Everything imported so far is shared with every child: keep the collector off those
     # pages, or a child's first collection would copy them all (copy-on-write faults are slow).
     gc.freeze()
-    sock.sendall(b"R")
+    sock.sendall(f"R:{isolation}:{why_not}".encode()[:4000])
     poller = select.poll()
     poller.register(sock, select.POLLIN)
     poller.register(wake_r, select.POLLIN)
@@ -181,4 +227,4 @@ def main(sock_fd: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "process")

@@ -54,7 +54,6 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Backend settings that are not per-request limits."""
 
     workdir_root: str
-    isolation: str = "process"
     max_frame_bytes: int = 64 * 1024 * 1024 + 4096
     max_file_bytes: int = 256 * 1024 * 1024
     max_open_files: int = 256
@@ -147,7 +146,7 @@ class Run:
     def _stats(self) -> RunStats:
         end = self._settled_at or time.monotonic()
         return RunStats(
-            isolation=self.options.isolation,
+            isolation=self.slot.template.isolation,
             compute_ms=round(self._cpu_ns / 1e6, 3),
             wall_ms=round((end - self._started) * 1000, 3),
             calls=self.calls,
@@ -238,15 +237,15 @@ class Run:
             data = await read_some(fd, 1 << 20)
             if not data:
                 if self.outcome is None:
-                    # A child that exits closes this pipe too: give its exit status a moment.
-                    with anyio.move_on_after(0.05):
+                    # A child that exits closes this pipe too: give its exit a moment to show.
+                    with anyio.move_on_after(0.5):
                         await self._exited.wait()
-                    self._settle(
-                        RunError(
-                            kind="died",
-                            message="the child closed its end of the bridge before reporting a result",
-                        )
+                    message = (
+                        ""  # filled in from the exit status
+                        if self._exited.is_set()
+                        else "the child closed its end of the bridge before reporting a result"
                     )
+                    self._settle(RunError(kind="died", message=message))
                 return
             self._handle_ctl_bytes(data)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import marshal
 import sys
 from typing import Any
@@ -17,6 +18,8 @@ from runtime._json import json_problem
 from runtime._program import ProgramRejected, compile_program
 
 __all__ = ("SubprocessRuntime",)
+
+_log = logging.getLogger("host.sandbox")
 
 
 def _check_request(request: RunRequest) -> None:
@@ -56,6 +59,7 @@ class SubprocessRuntime:
         max_open_files: int = 256,
         prefork: int = 1,
         workdir_root: str | None = None,
+        isolation: str = "auto",
         python: str = sys.executable,
     ) -> None:
         if not sys.platform.startswith("linux"):
@@ -65,6 +69,11 @@ class SubprocessRuntime:
             )
         if max_concurrent_runs < 1:
             raise ValueError("max_concurrent_runs must be at least 1")
+        if isolation not in ("auto", "namespaces", "process"):
+            raise ValueError(
+                f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}"
+            )
+        self._requested_isolation = isolation
         if prefork < 0:
             raise ValueError("prefork must be 0 or more")
         self._prefork = prefork
@@ -91,10 +100,24 @@ class SubprocessRuntime:
 
     @property
     def isolation(self) -> str:
-        """The execution substrate: "process" (own session, rlimits, private dir)."""
-        return self._options.isolation
+        """The isolation level runs get: "namespaces" or "process" ("auto" until started)."""
+        if self._template is not None:
+            return self._template.isolation
+        return self._requested_isolation
+
+    @property
+    def why_not_namespaces(self) -> str:
+        """Why the namespaces level is not in use (empty when it is, or was not asked for)."""
+        return self._template.why_not_namespaces if self._template is not None else ""
+
+    async def start(self) -> None:
+        """Start the template now (else the first run does); settles ``isolation``."""
+        if self._closed:
+            raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
+        await self._ensure_template()
 
     async def __aenter__(self) -> SubprocessRuntime:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -142,8 +165,14 @@ class SubprocessRuntime:
             if self._template is None or not self._template.alive:
                 if self._template is not None:
                     await self._template.aclose()
-                self._template = TemplateProcess(self._python)
-                await self._template.start()
+                template = TemplateProcess(self._python, self._requested_isolation)
+                await template.start()
+                self._template = template
+                if self._requested_isolation == "auto" and template.isolation != "namespaces":
+                    _log.warning(
+                        "dsh-code: namespaces are not available (%s); runs use the process level",
+                        template.why_not_namespaces,
+                    )
             return self._template
 
     async def _take_slot(self, template: TemplateProcess) -> ChildSlot:

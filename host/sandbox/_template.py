@@ -15,7 +15,10 @@ from runtime._errors import RuntimeUsageError
 __all__ = ("TemplateProcess", "TemplateStartError")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from runtime._template import main; main(int(sys.argv[2]))"
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from runtime._template import main; main(int(sys.argv[2]), sys.argv[3])"
+)
 
 
 class TemplateStartError(RuntimeUsageError):
@@ -25,8 +28,14 @@ class TemplateStartError(RuntimeUsageError):
 class TemplateProcess:
     """A started template: forks children on request; dies when its socket closes."""
 
-    def __init__(self, python: str = sys.executable, start_timeout: float = 30.0) -> None:
+    def __init__(
+        self, python: str = sys.executable, isolation: str = "auto", start_timeout: float = 30.0
+    ) -> None:
         self._python = python
+        self._requested = isolation
+        self.isolation = "process"
+        """The level the template settled on (set by ``start``)."""
+        self.why_not_namespaces = ""
         self._start_timeout = start_timeout
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -47,7 +56,7 @@ class TemplateProcess:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
-                [self._python, "-I", "-c", _BOOT, _ROOT, str(theirs.fileno())],
+                [self._python, "-I", "-c", _BOOT, _ROOT, str(theirs.fileno()), self._requested],
                 pass_fds=(theirs.fileno(),),
                 env={},
                 cwd="/",
@@ -66,10 +75,17 @@ class TemplateProcess:
             while True:
                 await anyio.wait_readable(ours)
                 try:
-                    ready = ours.recv(16)
+                    ready = ours.recv(4096)
                 except BlockingIOError:
                     continue
-                if ready == b"R":
+                if ready.startswith(b"R:"):
+                    _, level, why_not = ready.decode(errors="replace").split(":", 2)
+                    self.isolation, self.why_not_namespaces = level, why_not
+                    if self._requested == "namespaces" and level != "namespaces":
+                        await self.aclose()
+                        raise TemplateStartError(
+                            f"isolation='namespaces' is not available here: {why_not}"
+                        )
                     return
                 break
         await self.aclose()

@@ -28,10 +28,16 @@ def workdir_root() -> Iterator[str]:
     assert leftovers == [], "a run left its working directory behind"
 
 
+@pytest.fixture(params=["namespaces", "process"])
+def isolation(request: pytest.FixtureRequest) -> str:
+    """Each runtime test runs at both isolation levels."""
+    return str(request.param)
+
+
 @pytest.fixture
-async def rt(workdir_root: str) -> AsyncIterator[SubprocessRuntime]:
+async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRuntime]:
     """A fresh runtime; after the test, nothing it started may be left (processes, dirs, fds)."""
-    runtime = SubprocessRuntime(workdir_root=workdir_root)
+    runtime = SubprocessRuntime(workdir_root=workdir_root, isolation=isolation)
     fds_before = open_fds()
     async with runtime:
         yield runtime

@@ -35,10 +35,12 @@ async def run(rt: SubprocessRuntime, program: str, **kwargs: Any) -> RunResult:
     return await rt.run(RunRequest(program=program, **kwargs))
 
 
-async def test_it_is_a_code_runtime(rt: SubprocessRuntime) -> None:
+async def test_it_is_a_code_runtime(rt: SubprocessRuntime, isolation: str) -> None:
     assert isinstance(rt, CodeRuntime)
     assert rt.language == "python"
-    assert rt.isolation == "process"
+    assert rt.isolation == isolation
+    result = await run(rt, "1")
+    assert result.stats is not None and result.stats.isolation == isolation
 
 
 async def test_a_program_calls_bindings_and_returns_json(rt: SubprocessRuntime) -> None:
@@ -191,10 +193,15 @@ async def test_big_ints_and_unicode_survive(rt: SubprocessRuntime) -> None:
 
 
 async def test_a_program_that_does_not_parse_starts_no_child(rt: SubprocessRuntime) -> None:
+    import psutil
+
+    template = rt._template
+    assert template is not None and template.pid is not None
+    before = psutil.Process(template.pid).children()
     result = await run(rt, "x = (\n")
     assert result.error is not None and result.error.kind == "parse"
     assert result.error.lineno == 1
-    assert rt._template is None  # nothing was started for it
+    assert psutil.Process(template.pid).children() == before  # no child forked, none used
 
 
 async def test_compute_budget(rt: SubprocessRuntime) -> None:
@@ -257,7 +264,7 @@ async def test_busy_children_are_billed_and_killed(rt: SubprocessRuntime) -> Non
     [
         "import asyncio\nawait asyncio.sleep(60)",
         "import time\ntime.sleep(60)",
-        "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)",
+        "import os, signal\npid = os.fork()\nif pid == 0:\n    os.kill(os.getpid(), signal.SIGSTOP)\n    os._exit(0)\nos.waitpid(pid, 0)",
     ],
 )
 async def test_wall_budget(rt: SubprocessRuntime, program: str) -> None:
@@ -356,53 +363,53 @@ async def test_the_environment_is_empty_and_the_workdir_private(rt: SubprocessRu
 async def test_the_child_has_its_own_session_and_limits(rt: SubprocessRuntime) -> None:
     program = (
         "import os, resource\n"
-        "return [os.getsid(0) == os.getpid(), os.getpgrp() == os.getpid(),\n"
+        "return [os.getsid(0) != HOST_SID, os.getpgrp() != HOST_PGRP,\n"
         "        list(resource.getrlimit(resource.RLIMIT_CORE)), sorted(int(f) for f in os.listdir('/proc/self/fd'))[:3]]"
     )
-    result = await run(rt, program)
+    result = await run(rt, program, inputs={"HOST_SID": os.getsid(0), "HOST_PGRP": os.getpgrp()})
     assert result.value[:3] == [True, True, [0, 0]]
     assert result.value[3] == [0, 1, 2]
 
 
 _DOUBLE_FORK = """
-import os, time
-r, w = os.pipe()
+import os
 if os.fork() == 0:
     os.setsid()
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(600)
-    os.write(w, str(pid).encode())
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "MARK"])
     os._exit(0)
 os.wait()
-return [int(os.read(r, 32))]
+return 1
 """
+
+
+def _marked(mark: str) -> list[int]:
+    """Host pids of live (non-zombie) processes whose command line carries ``mark``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if mark in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc.pid)
+    return found
 
 
 @pytest.mark.parametrize(
     "program",
     [
-        "import subprocess\nreturn [subprocess.Popen(['sleep', '600']).pid]",
+        "import subprocess\nsubprocess.Popen(['sleep', 'MARK'])\nreturn 1",
         _DOUBLE_FORK,
-        "import subprocess\nreturn [subprocess.Popen(['sleep', '600'], start_new_session=True).pid]",
+        "import subprocess\nsubprocess.Popen(['sleep', 'MARK'], start_new_session=True)\nreturn 1",
     ],
     ids=["child", "double-fork-setsid", "new-session"],
 )
 async def test_nothing_the_program_started_survives_the_run(
     rt: SubprocessRuntime, program: str
 ) -> None:
-    import psutil
-
-    result = await run(rt, program)
-    assert isinstance(result.value, list), result.error
-    for pid in result.value:
-        try:
-            assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # killed, not yet reaped
-        except psutil.NoSuchProcess:
-            pass
-    with anyio.fail_after(5):  # and the template reaps them
-        while any(psutil.pid_exists(pid) for pid in result.value):
-            await anyio.sleep(0.01)
+    mark = f"{600 + os.getpid() % 1000}.{id(program) % 100000}"  # a unique `sleep` argument
+    result = await run(rt, program.replace("MARK", mark))
+    assert result.value == 1, result.error
+    assert _marked(mark) == []  # killed by the time run() returned (at most a zombie)
 
 
 def _bridge_writer() -> str:
