@@ -38,3 +38,65 @@ def close_fd(fd: int) -> None:
         os.close(fd)
     except OSError:
         pass
+
+
+class FrameWriter:
+    """Writes whole frames to a non-blocking fd, in order, without interleaving them.
+
+    The common case (the pipe has room) is one ``os.write`` with no await at all; only a
+    frame that does not fit waits, and holds the lock so no other frame cuts into it.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._lock = anyio.Lock()
+
+    async def send(self, frame: bytes) -> None:
+        """Write ``frame`` whole; raises OSError if the pipe breaks."""
+        if not self._lock.locked():
+            try:
+                written = os.write(self.fd, frame)
+            except BlockingIOError:
+                written = 0
+            if written == len(frame):
+                return
+            frame = frame[written:]
+            self._lock.acquire_nowait()  # nobody else may write until this frame is out
+            try:
+                await write_all(self.fd, frame)
+            finally:
+                self._lock.release()
+            return
+        async with self._lock:
+            await write_all(self.fd, frame)
+
+
+class Slots:
+    """A counting semaphore that costs no checkpoint while a slot is free (FIFO waiters)."""
+
+    def __init__(self, total: int) -> None:
+        self.free = total
+        self._waiters: list[anyio.Event] = []
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in arrival order when none is free."""
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return
+        event = anyio.Event()
+        self._waiters.append(event)
+        try:
+            await event.wait()
+        except BaseException:
+            if event in self._waiters:
+                self._waiters.remove(event)
+            else:
+                self.release()  # it was handed to us as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        """Give a slot back, to the longest waiter if there is one."""
+        if self._waiters:
+            self._waiters.pop(0).set()
+        else:
+            self.free += 1

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from host.sandbox._fdio import close_fd, read_some, write_all
+from host.sandbox._fdio import FrameWriter, Slots, close_fd, read_some
 from host.sandbox._slot import ChildSlot
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._json import json_problem
@@ -100,8 +100,8 @@ class Run:
         self._seen_ids: set[int] = set()
         self._log_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._partial = ""
-        self._send_lock = anyio.Lock()
-        self._limiter = anyio.CapacityLimiter(self.limits.max_parallel_sub_calls)
+        self._writer = FrameWriter(self._fds["to_child"])
+        self._slots = Slots(self.limits.max_parallel_sub_calls)
         self._cpu_ns = 0
         self._cpu_base = 0
         self._pidfd: int | None = None
@@ -223,11 +223,10 @@ class Run:
             self._pidfd = None
 
     async def _send(self, frame: bytes) -> None:
-        async with self._send_lock:
-            try:
-                await write_all(self._fds["to_child"], frame)
-            except OSError:
-                pass  # the child is gone; _watch_exit settles the run
+        try:
+            await self._writer.send(frame)
+        except OSError:
+            pass  # the child is gone; _watch_exit settles the run
 
     # ---- watchers --------------------------------------------------------------------------
 
@@ -321,39 +320,45 @@ class Run:
     async def _serve_call(self, call: Call) -> None:
         binding = self.request.bindings.get(call.name) if type(call.name) is str else None
         if binding is None:
-            reply: Reply | ReplyError = ReplyError(
+            reply: Reply | ReplyError | None = ReplyError(
                 id=call.id,
                 tool=call.name,
                 message=f"no binding named {call.name!r}",
                 code="UNKNOWN_TOOL",
             )
         else:
-            async with self._limiter:
-                try:
-                    value = await binding(call.args)
-                except Exception as exc:
-                    code = getattr(exc, "code", None)
-                    tool = getattr(exc, "tool", None)
-                    reply = ReplyError(
-                        id=call.id,
-                        tool=tool if isinstance(tool, str) else call.name,
-                        message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
-                        code=code if isinstance(code, str) else "TOOL_ERROR",
-                    )
-                else:
-                    problem = json_problem(value)
-                    if problem is not None:
-                        self._settle(
-                            RunError(
-                                kind="invalid_completion",
-                                message=f"binding {call.name} returned a value that is not "
-                                f"lossless JSON: {problem}",
-                            )
-                        )
-                        return
-                    reply = Reply(id=call.id, value=value)
-        if self.outcome is None:
+            await self._slots.acquire()
+            try:
+                reply = await self._call_binding(binding, call)
+            finally:
+                self._slots.release()
+        if reply is not None and self.outcome is None:
             await self._send(encode_frame(reply))
+
+    async def _call_binding(self, binding: Any, call: Call) -> Reply | ReplyError | None:
+        """The binding's answer as a reply; None when its value settled the run instead."""
+        try:
+            value = await binding(call.args)
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            tool = getattr(exc, "tool", None)
+            return ReplyError(
+                id=call.id,
+                tool=tool if isinstance(tool, str) else call.name,
+                message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
+                code=code if isinstance(code, str) else "TOOL_ERROR",
+            )
+        problem = json_problem(value)
+        if problem is not None:
+            self._settle(
+                RunError(
+                    kind="invalid_completion",
+                    message=f"binding {call.name} returned a value that is not lossless JSON: "
+                    f"{problem}",
+                )
+            )
+            return None
+        return Reply(id=call.id, value=value)
 
     async def _read_logs(self) -> None:
         fd = self._fds["log"]
