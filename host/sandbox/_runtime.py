@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import marshal
 import sys
-from typing import Any
 
 import anyio
 
@@ -211,6 +210,3 @@ class SubprocessRuntime:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._runs)} running"
         return f"<SubprocessRuntime isolation={self.isolation!r} {state}>"
-
-    def _debug_state(self) -> dict[str, Any]:
-        return {"runs": len(self._runs), "template": self._template.pid if self._template else None}
