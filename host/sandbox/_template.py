@@ -10,7 +10,9 @@ import sys
 
 import anyio
 
+from host.sandbox._fdio import close_fd
 from runtime._errors import RuntimeUsageError
+from runtime._procs import descendants
 
 __all__ = ("TemplateProcess", "TemplateStartError")
 
@@ -106,7 +108,16 @@ class TemplateProcess:
                     await anyio.wait_writable(sock)
 
     async def aclose(self) -> None:
-        """Close the socket (the template kills its children and exits) and reap it."""
+        """Close the socket (the template kills its children and exits), reap it, and wait
+        until every process below it has exited too."""
+        proc = self._proc
+        watched: list[int] = []
+        if proc is not None and proc.poll() is None:
+            for pid in descendants(proc.pid)[1:]:
+                try:
+                    watched.append(os.pidfd_open(pid))
+                except OSError:
+                    pass
         sock, self._sock = self._sock, None
         if sock is not None:
             try:
@@ -114,12 +125,17 @@ class TemplateProcess:
             except Exception:
                 pass
             sock.close()
-        proc = self._proc
-        if proc is None:
-            return
-        with anyio.move_on_after(5.0):
-            while proc.poll() is None:
-                await anyio.sleep(0.005)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        try:
+            if proc is not None:
+                with anyio.move_on_after(5.0):
+                    while proc.poll() is None:
+                        await anyio.sleep(0.005)
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            with anyio.move_on_after(5.0):  # SIGKILLed (directly or by PDEATHSIG): soon gone
+                for fd in watched:
+                    await anyio.wait_readable(fd)
+        finally:
+            for fd in watched:
+                close_fd(fd)

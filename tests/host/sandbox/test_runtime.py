@@ -513,7 +513,8 @@ async def test_aclose_aborts_runs_in_flight_and_later_runs_raise() -> None:
             tg.start_soon(runner)
         await anyio.sleep(0.5)
         await rt.aclose()
-    assert [r.error.kind if r.error else None for r in results] == ["aborted"] * 3
+    outcomes = [(r.error.kind, r.error.message) if r.error else None for r in results]
+    assert [o[0] if o else None for o in outcomes] == ["aborted"] * 3, outcomes
     import psutil
 
     assert psutil.Process().children(recursive=True) == []
