@@ -1,4 +1,4 @@
-"""The ``dsh-code`` commands: run, sdk, tools, check."""
+"""The ``dsh-code`` commands: run, sdk, tools, check, mcp."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 import typer
@@ -17,10 +17,22 @@ from rich.markup import escape
 from rich.text import Text
 
 from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_bindings
+from host.cli._mcp import (
+    McpConfigOption,
+    McpOption,
+    McpTimeoutOption,
+    McpUsageError,
+    mcp_definitions,
+    mcp_specs,
+    open_mcp,
+)
 from host.cli._session_log import SessionLog
 from host.codemode import CodeModeConfig
-from host.tools import ToolRegistry, ToolResult, ToolsConfig
+from host.tools import ToolDefinition, ToolRegistry, ToolResult, ToolsConfig
 from runtime import Limits, RunResult, RunStats
+
+if TYPE_CHECKING:
+    from host.mcp import McpServerSpec
 
 __all__ = ("app",)
 
@@ -93,9 +105,26 @@ def _ask_handler(decide: bool | None) -> Any:
     return handler
 
 
-def _registry(bindings: Bindings, decide: bool | None) -> ToolRegistry:
+def _mcp(values: list[str], config: Path | None) -> list[McpServerSpec]:
+    try:
+        return mcp_specs(values, config)
+    except McpUsageError as exc:
+        raise _fail_usage(str(exc)) from None
+
+
+def _mcp_tools(values: list[str], config: Path | None) -> list[ToolDefinition]:
+    """The MCP servers' tool definitions, for the commands that only read schemas."""
+    try:
+        return mcp_definitions(_mcp(values, config))
+    except McpUsageError as exc:
+        raise _fail_usage(str(exc)) from None
+
+
+def _registry(
+    bindings: Bindings, decide: bool | None, extra: list[ToolDefinition] | None = None
+) -> ToolRegistry:
     registry = ToolRegistry(ToolsConfig(mode="code"), ask_handler=_ask_handler(decide))
-    for definition in bindings.tools:
+    for definition in [*bindings.tools, *(extra or [])]:
         registry.register(definition)
     for setup in bindings.setups:
         try:
@@ -167,14 +196,18 @@ def run(
     check: Annotated[
         bool, typer.Option("--check", help="Type-check the program against the SDK first.")
     ] = False,
+    mcp: McpOption = [],  # noqa: B006
+    mcp_config: McpConfigOption = None,
+    mcp_timeout_ms: McpTimeoutOption = 60_000,
 ) -> None:
-    """Run PROGRAM in a fresh child, with the bindings' tools under tools."""
+    """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     if policy not in ("python", "restricted"):
         raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
     if yes and no:
         raise _fail_usage("--yes and --no exclude each other")
     source = _read_program(program)
     loaded = _tools(bindings)
+    servers = _mcp(mcp, mcp_config)
     limits = Limits(
         compute_ms=compute_ms,
         max_wall_ms=wall_ms,
@@ -194,8 +227,12 @@ def run(
             max_tool_calls=max_tool_calls,
             preflight_check=check,
         )
-        plan = _RunPlan(source, loaded, config, json_output, session, decide)
+        plan = _RunPlan(
+            source, loaded, config, json_output, session, decide, servers, mcp_timeout_ms
+        )
         result = anyio.run(_run, plan)
+    except McpUsageError as exc:
+        raise _fail_usage(str(exc)) from None
     finally:
         if session is not None:
             session.close()
@@ -214,14 +251,21 @@ class _RunPlan:
     json_output: bool
     session: SessionLog | None
     decide: bool | None
+    mcp: list[McpServerSpec]
+    mcp_timeout_ms: int
 
 
 async def _run(plan: _RunPlan) -> RunResult:
+    registry = _registry(plan.bindings, plan.decide)
+    async with open_mcp(plan.mcp, registry, plan.mcp_timeout_ms):
+        return await _run_program(plan, registry)
+
+
+async def _run_program(plan: _RunPlan, registry: ToolRegistry) -> RunResult:
     from host.codemode import CodeMode
     from host.sandbox import SubprocessRuntime
 
     source, config, json_output, session = plan.source, plan.config, plan.json_output, plan.session
-    registry = _registry(plan.bindings, plan.decide)
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     status = _Status(err, config.limits)
@@ -230,7 +274,7 @@ async def _run(plan: _RunPlan) -> RunResult:
             "run/start",
             program=source,
             limits=config.limits,
-            tools=[t.name for t in plan.bindings.tools],
+            tools=[t.name for t in registry.visible()],
         )
         for event in ("tool/code-dispatch-start", "tool/code-dispatch", "result"):
             registry.on(event, _logger(session, event))
@@ -315,13 +359,16 @@ def sdk(
     check: Annotated[
         Path | None, typer.Option("--check", help="Fail (exit 1) if FILE differs from the SDK.")
     ] = None,
+    mcp: McpOption = [],  # noqa: B006
+    mcp_config: McpConfigOption = None,
 ) -> None:
-    """Print the SDK the model would read for the bindings' tools."""
+    """Print the SDK the model would read for the bindings' and MCP servers' tools."""
     import sdkgen
 
     if lang not in ("python", "typescript"):
         raise _fail_usage(f"--lang must be python or typescript, not {lang!r}")
-    registry = _registry(_tools(bindings), None)
+    loaded = _tools(bindings)
+    registry = _registry(loaded, None, _mcp_tools(mcp, mcp_config))
     manifest = registry.manifest()
     text = sdkgen.python_sdk(manifest) if lang == "python" else sdkgen.typescript_sdk(manifest)
     if check is not None:
@@ -340,13 +387,16 @@ def sdk(
 def tools_command(
     bindings: BindingsOption = [],  # noqa: B006
     format: Annotated[str, typer.Option(help="json, openai or anthropic.")] = "json",
+    mcp: McpOption = [],  # noqa: B006
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Print the native tool schemas (function definitions) of the bindings' tools."""
     from host.tools import anthropic_tools, openai_tools
 
     if format not in ("json", "openai", "anthropic"):
         raise _fail_usage(f"--format must be json, openai or anthropic, not {format!r}")
-    schemas = _registry(_tools(bindings), None).schemas()
+    loaded = _tools(bindings)
+    schemas = _registry(loaded, None, _mcp_tools(mcp, mcp_config)).schemas()
     out: list[dict[str, Any]]
     if format == "openai":
         out = openai_tools(schemas)
@@ -361,12 +411,15 @@ def tools_command(
 def check_command(
     program: Annotated[str, typer.Argument(help="The program file, or - for standard input.")],
     bindings: BindingsOption = [],  # noqa: B006
+    mcp: McpOption = [],  # noqa: B006
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
     import sdkgen
 
     source = _read_program(program)
-    manifest = _registry(_tools(bindings), None).manifest()
+    loaded = _tools(bindings)
+    manifest = _registry(loaded, None, _mcp_tools(mcp, mcp_config)).manifest()
     try:
         diagnostics = sdkgen.check_program(source, manifest)
     except sdkgen.SdkgenError as exc:
@@ -375,6 +428,76 @@ def check_command(
         sys.stdout.write(sdkgen.render_diagnostics(diagnostics) + "\n")
     errors = [d for d in diagnostics if d.severity == "error"]
     raise typer.Exit(EXIT_FAILED if errors else EXIT_OK)
+
+
+@app.command("mcp")
+def mcp_command(
+    bindings: BindingsOption = [],  # noqa: B006
+    mcp: McpOption = [],  # noqa: B006
+    mcp_config: McpConfigOption = None,
+    mcp_timeout_ms: McpTimeoutOption = 60_000,
+    http: Annotated[
+        int | None,
+        typer.Option(
+            "--http",
+            min=0,
+            max=65535,
+            help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.",
+        ),
+    ] = None,
+    compute_ms: Annotated[int, typer.Option(min=1, help="Busy-CPU budget of a run.")] = 60_000,
+    wall_ms: Annotated[int, typer.Option(min=1, help="Wall-clock budget of a run.")] = 600_000,
+    memory_mb: Annotated[int, typer.Option(min=1, help="Heap cap of a program.")] = 512,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=1, help="Tool calls one run may make.")
+    ] = 1_000,
+    policy: Annotated[str, typer.Option(help="python or restricted.")] = "python",
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Allow every 'ask' (otherwise each is denied).")
+    ] = False,
+) -> None:
+    """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
+    import contextlib
+
+    if policy not in ("python", "restricted"):
+        raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
+    if not bindings and not mcp and mcp_config is None:
+        raise _fail_usage("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
+    from host.mcp import McpUnavailableError, require_mcp
+
+    try:
+        require_mcp()
+    except McpUnavailableError as exc:
+        raise _fail_usage(str(exc)) from None
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the MCP channel
+        loaded = _tools(bindings)
+    servers = _mcp(mcp, mcp_config)
+    config = CodeModeConfig(
+        limits=Limits(compute_ms=compute_ms, max_wall_ms=wall_ms, max_heap_mb=memory_mb),
+        policy="restricted" if policy == "restricted" else "python",
+        max_tool_calls=max_tool_calls,
+    )
+
+    async def serve_all() -> None:
+        from host.codemode import CodeMode
+        from host.mcp import McpServeConfig, serve
+        from host.sandbox import SubprocessRuntime
+
+        with contextlib.redirect_stdout(sys.stderr):  # setup_registry hooks may print
+            registry = _registry(loaded, yes)
+        async with (
+            open_mcp(servers, registry, mcp_timeout_ms),
+            SubprocessRuntime() as runtime,
+        ):
+            codemode = CodeMode(registry, runtime, config)
+            await serve(codemode, McpServeConfig(http_port=http))
+
+    try:
+        anyio.run(serve_all)
+    except (McpUsageError, OSError) as exc:
+        raise _fail_usage(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK) from None
 
 
 Mode = Literal["python", "typescript"]

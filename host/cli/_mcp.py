@@ -1,0 +1,114 @@
+"""The CLI's MCP plumbing: ``--mcp``/``--mcp-config`` servers as tools, and ``dsh-code mcp``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from host.mcp import McpServers, McpServerSpec
+    from host.tools import ToolDefinition, ToolRegistry
+
+__all__ = (
+    "McpConfigOption",
+    "McpOption",
+    "McpTimeoutOption",
+    "McpUsageError",
+    "mcp_definitions",
+    "mcp_specs",
+    "open_mcp",
+)
+
+McpOption = Annotated[
+    list[str],
+    typer.Option(
+        "--mcp",
+        help="NAME=COMMAND: start an MCP server over stdio; its tools become mcp__NAME__<tool>.",
+        show_default=False,
+    ),
+]
+McpConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp-config",
+        help='An MCP client config file: {"mcpServers": {NAME: {command, args, env}}}.',
+        show_default=False,
+    ),
+]
+McpTimeoutOption = Annotated[
+    int, typer.Option("--mcp-timeout-ms", min=1, help="Timeout of each MCP tool call.")
+]
+
+
+class McpUsageError(Exception):
+    """A bad ``--mcp`` value, a bad config, a missing extra, or a server that won't start."""
+
+
+def mcp_specs(values: list[str], config: Path | None) -> list[McpServerSpec]:
+    """The servers named by ``--mcp`` and ``--mcp-config`` (none: an empty list)."""
+    if not values and config is None:
+        return []
+    from host.mcp import (
+        McpConfigError,
+        McpUnavailableError,
+        load_mcp_config,
+        parse_mcp_option,
+        require_mcp,
+    )
+
+    try:
+        specs = [parse_mcp_option(value) for value in values]
+        if config is not None:
+            specs.extend(load_mcp_config(config))
+        names = [spec.name for spec in specs]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise McpConfigError(f"MCP server names must be unique: {', '.join(duplicates)}")
+        require_mcp()
+    except (McpConfigError, McpUnavailableError) as exc:
+        raise McpUsageError(str(exc)) from None
+    return specs
+
+
+@asynccontextmanager
+async def open_mcp(
+    specs: list[McpServerSpec], registry: ToolRegistry, call_timeout_ms: int
+) -> AsyncIterator[McpServers | None]:
+    """Start the servers and register their tools for the block; stop them afterwards."""
+    if not specs:
+        yield None
+        return
+    from host.mcp import McpServerError, McpServers
+
+    hub = McpServers(specs, call_timeout_ms=call_timeout_ms)
+    try:
+        await hub.__aenter__()
+    except McpServerError as exc:
+        raise McpUsageError(str(exc)) from None
+    try:
+        hub.register(registry)
+        yield hub
+    finally:
+        await hub.__aexit__(None, None, None)
+
+
+def mcp_definitions(specs: list[McpServerSpec]) -> list[ToolDefinition]:
+    """Start the servers, read their tools' definitions (for sdk, tools, check), stop them."""
+    if not specs:
+        return []
+    import anyio
+
+    from host.mcp import McpServerError, McpServers
+
+    async def read() -> list[ToolDefinition]:
+        async with McpServers(specs) as hub:
+            return list(hub.definitions)
+
+    try:
+        return anyio.run(read)
+    except McpServerError as exc:
+        raise McpUsageError(str(exc)) from None

@@ -1,0 +1,157 @@
+"""``dsh-code mcp`` as a real subprocess, driven by the ``mcp`` SDK's client (stdio and HTTP)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import LoggingMessageNotificationParams
+
+from .support import BINDINGS, DEMO, child_env, pid_alive, wait_gone
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.parametrize("anyio_backend", ["asyncio"]),  # uvicorn and the SDK's HTTP client
+    pytest.mark.anyio,
+]
+
+SLOW_LOGS = """
+import asyncio
+print("first")
+await asyncio.sleep(1.5)
+print("second")
+return await tools.multiply(a=6, b=7)
+"""
+
+
+class _Logs:
+    """Log notifications as they arrive, with their arrival times."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, Any]] = []
+
+    async def __call__(self, params: LoggingMessageNotificationParams) -> None:
+        self.items.append((time.monotonic(), params.data))
+
+
+def _client(server: Any, logs: _Logs) -> Client:
+    with warnings.catch_warnings():
+        # The SDK marks the logging capability deprecated from protocol 2026-07-28 on;
+        # log notifications are still how a running program's output reaches the client.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Client(server, logging_callback=logs, log_level="debug", cache=None)
+
+
+def _command(*extra: str) -> list[str]:
+    return [sys.executable, "-m", "host.cli", "mcp", "-b", str(BINDINGS), *extra]
+
+
+async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
+    logs = _Logs()
+    pidfile = tmp_path / "demo.pid"
+    config = tmp_path / "mcp.json"
+    servers = {
+        "demo": {
+            "command": sys.executable,
+            "args": [str(DEMO)],
+            "env": {"DEMO_PIDFILE": str(pidfile)},
+        }
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+    command = _command("--mcp-config", str(config))
+    params = StdioServerParameters(command=command[0], args=command[1:], env=child_env())
+    async with _client(stdio_client(params), logs) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == {"run_code", "get_tool_schema", "list_tools"}
+        description = tools["run_code"].description or ""
+        assert "async def multiply(*, a: int, b: int) -> int:" in description  # the SDK section
+        assert "async def mcp__demo__add(" in description  # MCP tools behind MCP
+        assert tools["run_code"].input_schema["required"] == ["code"]
+
+        result = await client.call_tool("run_code", {"code": SLOW_LOGS})
+        finished = time.monotonic()
+        assert result.is_error is False
+        assert result.structured_content == {"logs": ["first", "second"], "result": 42}
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert text == "logs:\nfirst\nsecond\nresult:\n42"
+        assert [data for _, data in logs.items] == ["first", "second"]
+        first_at = logs.items[0][0]
+        assert finished - first_at > 0.5  # streamed while the program ran, not at the end
+
+        mixed = await client.call_tool(
+            "run_code",
+            {"code": "a = await tools.mcp__demo__add(a=1, b=2)\nreturn a['total'] * 10"},
+        )
+        assert mixed.structured_content == {"logs": [], "result": 30}
+
+        failed = await client.call_tool("run_code", {"code": "print('so far')\n\n1 / 0"})
+        assert failed.is_error is True
+        facts = failed.structured_content or {}
+        assert facts["code"] == "CODE_RUN_FAILED"
+        assert facts["code_run"]["kind"] == "exception"
+        assert facts["code_run"]["lineno"] == 3
+        assert facts["code_run"]["logs"] == ["so far"]
+        assert "ZeroDivisionError" in failed.content[0].text  # type: ignore[union-attr]
+
+        schema = await client.call_tool("get_tool_schema", {"name": "mcp__demo__add"})
+        entry = json.loads(schema.content[0].text)  # type: ignore[union-attr]
+        assert entry["parameters"]["properties"]["a"] == {"type": "integer"}
+        assert entry["output"]["properties"]["terms"]["items"] == {"type": "integer"}
+        unknown = await client.call_tool("get_tool_schema", {"name": "nope"})
+        assert unknown.is_error is True
+
+        listed = await client.call_tool("list_tools", {"query": "multiply"})
+        assert listed.content[0].text == "multiply: Multiply two integers."  # type: ignore[union-attr]
+        demo_pid = int(pidfile.read_text())
+        assert pid_alive(demo_pid)
+    assert wait_gone(demo_pid)  # the client closed dsh-code mcp, which stopped its server
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    process = subprocess.Popen(
+        _command("--http", "0"),  # an ephemeral port on 127.0.0.1
+        env=child_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # "dsh-code mcp: serving http://127.0.0.1:PORT/mcp"
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        assert found is not None and int(found.group(1)) > 0, line
+        yield found.group(0)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+async def test_streamable_http_on_localhost(http_server: str) -> None:
+    logs = _Logs()
+    async with _client(http_server, logs) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "run_code" in names
+        result = await client.call_tool(
+            "run_code", {"code": "print('over http')\nreturn await tools.greet(name='mcp')"}
+        )
+        assert result.structured_content == {"logs": ["over http"], "result": "hello, mcp!"}
+        assert [data for _, data in logs.items] == ["over http"]
