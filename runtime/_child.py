@@ -16,6 +16,7 @@ import marshal
 import os
 import resource
 import signal
+import struct
 import sys
 import traceback
 from typing import Any
@@ -25,7 +26,7 @@ import msgspec
 from runtime._contain import enter_namespaces, landlock, mount_proc, mount_workdir
 from runtime._errors import ToolCallError
 from runtime._json import json_problem
-from runtime._program import ABSENT_NAME, LAST_NAME, entry_point
+from runtime._program import ABSENT_NAME, ENTRY_NAME, LAST_NAME, entry_point
 from runtime._wire import (
     HEADER,
     Call,
@@ -136,7 +137,10 @@ class _Bridge:
                 future.set_exception(ToolCallError(message.tool, message.message, message.code))
 
     async def call(self, name: str, args: Any) -> Any:
-        problem = json_problem(args)
+        try:
+            problem = json_problem(args)
+        except BaseException as exc:  # the program's own objects raised while being checked
+            problem = f"checking them raised {type(exc).__name__}"
         if problem is not None:
             _fail(
                 "invalid_completion",
@@ -255,7 +259,7 @@ def _report_exception(exc: BaseException) -> None:
     _fail(
         "exception",
         text.rstrip("\n"),
-        exception_type=type(exc).__qualname__,
+        exception_type=type(exc).__qualname__.removeprefix(f"{ENTRY_NAME}.<locals>."),
         tb=text.rstrip("\n"),
         lineno=lineno,
     )
@@ -352,40 +356,79 @@ def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
     os.set_inheritable(ctl_out, False)
 
 
-def _supervise(pid: int, fds: tuple[int, ...]) -> None:
-    """The namespaces level's outer process: wait for PID 1 of the run, leave as it left."""
-    # The run's pipes belong to PID 1 alone: its exit is their EOF. (Not found by listing
-    # /proc/self/fd: PID 1 remounts /proc for its namespace, where we do not exist.)
+def _close_all(fds: tuple[int, ...]) -> None:
     for fd in fds:
         try:
             os.close(fd)
         except OSError:
             pass
+
+
+def _leave_as(status: int) -> None:
+    """Exit the way a process with wait status ``status`` did (signal or exit code)."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those have no handler to reset
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _supervise(init: int, report_r: int, fds: tuple[int, ...]) -> None:
+    """Outside the namespaces: wait for their init, then leave as the program's process left."""
+    # The run's pipes belong to the program's process alone: its exit is their EOF. (Not
+    # found by listing /proc/self/fd: init remounts /proc for its namespace.)
+    _close_all(fds)
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status = os.waitpid(init, 0)
             break
         except ChildProcessError:
             os._exit(0)
         except InterruptedError:
             continue
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    report = os.read(report_r, 4)  # the program's own wait status, from init
+    _leave_as(struct.unpack("!i", report)[0] if len(report) == 4 else status)
+
+
+def _init(runner: int, report_w: int, fds: tuple[int, ...]) -> None:
+    """PID 1 of the run's namespace: reap everything; when the program's process ends, pass
+    its status out and end (which ends every process in the namespace)."""
+    _close_all(fds)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+        if pid == runner:
+            os.write(report_w, struct.pack("!i", status))
+            os._exit(0)
 
 
 def _enter_namespaces(fds: tuple[int, ...]) -> None:
-    """New namespaces, then fork: the outer process supervises, the inner one is PID 1."""
+    """New namespaces, then two forks: a supervisor outside, an init (PID 1) inside, and the
+    program's process (PID 2) under it. The program is not PID 1, so signals it sends itself
+    act as anywhere else."""
+    report_r, report_w = os.pipe2(os.O_CLOEXEC)
     enter_namespaces()
-    pid = os.fork()
-    if pid:
-        _supervise(pid, fds)
+    init = os.fork()
+    if init:
+        os.close(report_w)
+        _supervise(init, report_r, fds)
+    os.close(report_r)
     # Our parent is outside our PID namespace (getppid() is 0 here), so it cannot be checked
     # as in _contain; if it died before this line, the template sweeps us up as an orphan.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     mount_proc()
+    runner = os.fork()
+    if runner:
+        _init(runner, report_w, fds)
+    os.close(report_w)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != 1:
+        os._exit(1)
 
 
 def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int, isolation: str) -> None:
@@ -463,14 +506,13 @@ def _run(loop: asyncio.AbstractEventLoop, func: Any, bridge: _Bridge) -> None:
     if value is _ABSENT:
         bridge.send(Done(has_value=False, value=msgspec.Raw(b"null")))
         _linger()
-    problem = json_problem(value)
+    try:
+        problem = json_problem(value)
+        raw = b"" if problem is not None else _raw_encoder.encode(value)
+    except BaseException as exc:  # the value's own code ran (a key's __eq__, ...) and failed
+        problem = f"checking it raised {type(exc).__name__}"
     if problem is not None:
         _fail("invalid_completion", f"the result is not lossless JSON: {problem}")
-    try:
-        raw = _raw_encoder.encode(value)
-    except (MemoryError, RecursionError, TypeError, OverflowError) as exc:
-        _fail("invalid_completion", f"the result cannot be encoded as JSON: {exc}")
-        return
     if _CountingFile.written + len(raw) > _max_output:
         _fail(
             "output_limit",

@@ -11,6 +11,10 @@ __all__ = ("MAX_DEPTH", "json_problem")
 MAX_DEPTH = 500
 
 _SCALARS = (str, int, bool, type(None))
+#: Python's default limit on int <-> str conversion (sys.int_max_str_digits): JSON cannot
+#: carry a longer integer through a default interpreter, ours or the reader's.
+_MAX_INT_DIGITS = 4300
+_MAX_INT_BITS = int(_MAX_INT_DIGITS * 3.3219280948873626)  # log2(10)
 _ENTER, _EXIT = 0, 1
 
 
@@ -65,6 +69,8 @@ def json_problem(value: Any) -> str | None:
             path.append(step)
         kind = type(item)
         if kind in _SCALARS:
+            if kind is int and item.bit_length() > _MAX_INT_BITS:
+                return f"an integer of more than {_MAX_INT_DIGITS} digits at {_path_text(path)}"
             if step is not None:
                 path.pop()
             continue
@@ -86,7 +92,9 @@ def json_problem(value: Any) -> str | None:
             children: list[tuple[int, Any, str | int | None]] = []
             for key, child in item.items():
                 if type(key) is not str:
-                    return f"a {type(key).__qualname__} key {key!r:.40} at {_path_text(path)}"
+                    # never repr() a foreign object here: its __repr__ is the program's code
+                    shown = f" {key!r}" if type(key) in (int, float, bool, type(None)) else ""
+                    return f"a {type(key).__qualname__} key{shown} at {_path_text(path)}"
                 children.append((_ENTER, child, key))
             stack.extend(reversed(children))
         else:

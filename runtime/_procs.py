@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-__all__ = ("children", "descendants", "kill_tree", "tree_cpu_ns")
+__all__ = ("children", "descendants", "is_stopped", "kill_tree", "tree_cpu_ns")
 
 _CPUCLOCK_SCHED = 2
 _NS_PER_TICK = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
@@ -58,6 +58,16 @@ def _reaped_children_ns(pid: int) -> int:
         return (int(fields[13]) + int(fields[14])) * _NS_PER_TICK
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def is_stopped(pid: int) -> bool:
+    """True if ``pid`` is stopped (SIGSTOP) or traced: it will not answer until continued."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"T", b"t")
 
 
 def tree_cpu_ns(root: int) -> int:

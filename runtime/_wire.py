@@ -57,11 +57,11 @@ class ReplyError(msgspec.Struct, tag=True, frozen=True):
 
 
 class Call(msgspec.Struct, tag=True, frozen=True):
-    """Child -> host: call binding ``name`` with JSON ``args``."""
+    """Child -> host: call binding ``name`` with ``args`` (raw JSON, decoded by the host)."""
 
     id: int
     name: str
-    args: Any
+    args: msgspec.Raw
 
 
 class Done(msgspec.Struct, tag=True, frozen=True):

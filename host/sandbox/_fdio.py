@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 
 import anyio
 
@@ -50,6 +51,15 @@ class FrameWriter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._lock = anyio.Lock()
+
+    def send_nowait(self, frame: bytes) -> bool:
+        """Write a small frame now if the pipe takes it whole; False (nothing written) if not."""
+        if self._lock.locked() or len(frame) > select.PIPE_BUF:
+            return False  # only writes up to PIPE_BUF are atomic: never leave half a frame
+        try:
+            return os.write(self.fd, frame) == len(frame)
+        except OSError:
+            return False
 
     async def send(self, frame: bytes) -> None:
         """Write ``frame`` whole; raises OSError if the pipe breaks."""

@@ -30,6 +30,8 @@ __all__ = ("Run", "RunOptions", "default_workdir_root")
 _decoder = msgspec.json.Decoder(Call | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
 _CPUS = os.cpu_count() or 1
+#: Binding calls a run may have waiting or running at once; past it, Call frames are dropped.
+_MAX_IN_FLIGHT = 10_000
 _SIGNAL_NAMES = {
     9: "SIGKILL",
     11: "SIGSEGV",
@@ -98,6 +100,7 @@ class Run:
         self._workdir: str | None = None
         self._frames = FrameBuffer(options.max_frame_bytes)
         self._seen_ids: set[int] = set()
+        self._in_flight = 0
         self._log_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._partial = ""
         self._writer = FrameWriter(self._fds["to_child"])
@@ -266,12 +269,37 @@ class Run:
                 self._on_failed(message)
 
     def _on_call(self, call: Call) -> None:
-        if call.id in self._seen_ids:
-            self.dropped += 1
+        if call.id in self._seen_ids or self._in_flight >= _MAX_IN_FLIGHT:
+            self.dropped += 1  # a duplicate id, or a flood no program could mean
             return
         self._seen_ids.add(call.id)
         self.calls += 1
-        self._tg.start_soon(self._serve_call, call)
+        try:
+            args = _value_decoder.decode(call.args)
+        except (msgspec.DecodeError, RecursionError, MemoryError):
+            self._settle(
+                RunError(
+                    kind="invalid_completion",
+                    message=f"the arguments of binding {call.name} cannot be read as JSON "
+                    "(nested too deep, or an integer of more than 4300 digits)",
+                )
+            )
+            return
+        binding = self.request.bindings.get(call.name)
+        if binding is None:  # answered on the spot: a forged name costs no task
+            self._writer.send_nowait(
+                encode_frame(
+                    ReplyError(
+                        id=call.id,
+                        tool=call.name,
+                        message=f"no binding named {call.name!r}",
+                        code="UNKNOWN_TOOL",
+                    )
+                )
+            )
+            return
+        self._in_flight += 1
+        self._tg.start_soon(self._serve_call, call.id, call.name, binding, args)
 
     def _on_done(self, done: Done) -> None:
         if not done.has_value:
@@ -290,7 +318,13 @@ class Run:
         try:
             value = _value_decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError, MemoryError):
-            self.dropped += 1
+            self._settle(
+                RunError(
+                    kind="invalid_completion",
+                    message="the result cannot be read as JSON (nested too deep, or an integer "
+                    "of more than 4300 digits)",
+                )
+            )
             return
         problem = json_problem(value)
         if problem is not None:
@@ -307,6 +341,16 @@ class Run:
         if failed.kind not in ("exception", "invalid_completion", "output_limit", "memory"):
             self.dropped += 1
             return
+        size = len(failed.message) + len(failed.traceback or "")
+        if self.log_bytes + size > self.limits.max_output_bytes:
+            self._settle(
+                RunError(
+                    kind="output_limit",
+                    message=f"the failure report ({size} characters) after {self.log_bytes} "
+                    f"bytes of logs passed max_output_bytes ({self.limits.max_output_bytes})",
+                )
+            )
+            return
         self._settle(
             RunError(
                 kind=failed.kind,  # type: ignore[arg-type]
@@ -317,34 +361,30 @@ class Run:
             )
         )
 
-    async def _serve_call(self, call: Call) -> None:
-        binding = self.request.bindings.get(call.name) if type(call.name) is str else None
-        if binding is None:
-            reply: Reply | ReplyError | None = ReplyError(
-                id=call.id,
-                tool=call.name,
-                message=f"no binding named {call.name!r}",
-                code="UNKNOWN_TOOL",
-            )
-        else:
+    async def _serve_call(self, call_id: int, name: str, binding: Any, args: Any) -> None:
+        try:
             await self._slots.acquire()
             try:
-                reply = await self._call_binding(binding, call)
+                reply = await self._call_binding(call_id, name, binding, args)
             finally:
                 self._slots.release()
+        finally:
+            self._in_flight -= 1
         if reply is not None and self.outcome is None:
             await self._send(encode_frame(reply))
 
-    async def _call_binding(self, binding: Any, call: Call) -> Reply | ReplyError | None:
+    async def _call_binding(
+        self, call_id: int, name: str, binding: Any, args: Any
+    ) -> Reply | ReplyError | None:
         """The binding's answer as a reply; None when its value settled the run instead."""
         try:
-            value = await binding(call.args)
+            value = await binding(args)
         except Exception as exc:
             code = getattr(exc, "code", None)
             tool = getattr(exc, "tool", None)
             return ReplyError(
-                id=call.id,
-                tool=tool if isinstance(tool, str) else call.name,
+                id=call_id,
+                tool=tool if isinstance(tool, str) else name,
                 message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
                 code=code if isinstance(code, str) else "TOOL_ERROR",
             )
@@ -353,12 +393,11 @@ class Run:
             self._settle(
                 RunError(
                     kind="invalid_completion",
-                    message=f"binding {call.name} returned a value that is not lossless JSON: "
-                    f"{problem}",
+                    message=f"binding {name} returned a value that is not lossless JSON: {problem}",
                 )
             )
             return None
-        return Reply(id=call.id, value=value)
+        return Reply(id=call_id, value=value)
 
     async def _read_logs(self) -> None:
         fd = self._fds["log"]

@@ -7,6 +7,7 @@ import struct
 
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
+from runtime._procs import is_stopped
 
 __all__ = ("ChildSlot",)
 
@@ -63,11 +64,13 @@ class ChildSlot:
         try:
             data = os.read(self.fds["status"], 64)
         except BlockingIOError:
-            return False
+            return self.pid is not None and is_stopped(self.pid)
         if not data:
             return True
         self._parse(data)
-        return self.exit_status is not None
+        if self.exit_status is not None:
+            return True
+        return self.pid is not None and is_stopped(self.pid)  # a program SIGSTOPped it
 
     async def wait_pid(self) -> int | None:
         """The child's pid, once the template has forked it; None if the template died first."""

@@ -12,7 +12,7 @@ import anyio
 
 from host.sandbox._fdio import close_fd
 from runtime._errors import RuntimeUsageError
-from runtime._procs import descendants
+from runtime._procs import descendants, is_stopped
 
 __all__ = ("TemplateProcess", "TemplateStartError")
 
@@ -46,7 +46,13 @@ class TemplateProcess:
     @property
     def alive(self) -> bool:
         """True while the process runs and its socket is open."""
-        return self._proc is not None and self._sock is not None and self._proc.poll() is None
+        proc = self._proc
+        return (
+            proc is not None
+            and self._sock is not None
+            and proc.poll() is None
+            and not is_stopped(proc.pid)  # a program SIGSTOPped it: replace it
+        )
 
     @property
     def pid(self) -> int | None:
@@ -127,6 +133,8 @@ class TemplateProcess:
             sock.close()
         try:
             if proc is not None:
+                if proc.poll() is None and is_stopped(proc.pid):
+                    proc.kill()  # stopped: it would never read the EOF
                 with anyio.move_on_after(5.0):
                     while proc.poll() is None:
                         await anyio.sleep(0.005)
