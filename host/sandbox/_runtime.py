@@ -114,6 +114,7 @@ class SubprocessRuntime:
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         await self._ensure_template()
+        await self._replenish()
 
     async def __aenter__(self) -> SubprocessRuntime:
         await self.start()
@@ -150,6 +151,8 @@ class SubprocessRuntime:
                 self._runs.discard(run)
                 if not self._runs and self._idle is not None:
                     self._idle.set()
+                with anyio.CancelScope(shield=True):
+                    await self._replenish()
 
     def _early(self, error: RunError) -> RunResult:
         stats = RunStats(
@@ -175,7 +178,7 @@ class SubprocessRuntime:
             return self._template
 
     async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
-        """A spare child if one is ready, else a fresh fork; then ask for the next spare."""
+        """A spare child if one is ready, else a fresh fork."""
         slot = None
         while self._spares and slot is None:
             spare = self._spares.pop(0)
@@ -185,10 +188,17 @@ class SubprocessRuntime:
                 spare.close()
         if slot is None:
             slot = await ChildSlot.fork(template)
-        while len(self._spares) < self._prefork:
-            # Only a request: the template forks it while this run goes on.
-            self._spares.append(await ChildSlot.fork(template))
         return slot
+
+    async def _replenish(self) -> None:
+        """Ask for spares up to ``prefork``. Only requests: the template forks them while we
+        wait for the model. Asked after a run, not during it, so the fork and the spare's
+        set-up do not compete with a running program for the CPU."""
+        template = self._template
+        if self._closed or template is None or not template.alive:
+            return
+        while len(self._spares) < self._prefork:
+            self._spares.append(await ChildSlot.fork(template))
 
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child has exited, stop the template."""

@@ -197,6 +197,9 @@ async def test_a_program_that_does_not_parse_starts_no_child(rt: SubprocessRunti
 
     template = rt._template
     assert template is not None and template.pid is not None
+    with anyio.fail_after(10):  # the spare asked for at start is forked
+        while not psutil.Process(template.pid).children():
+            await anyio.sleep(0.01)
     before = psutil.Process(template.pid).children()
     result = await run(rt, "x = (\n")
     assert result.error is not None and result.error.kind == "parse"
