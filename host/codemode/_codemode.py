@@ -27,6 +27,7 @@ from host.tools import (
     ToolRegistry,
     ToolResult,
     ToolRunContext,
+    WithContent,
     anthropic_tools,
     define_tool,
     from_json_schema,
@@ -220,13 +221,17 @@ class CodeMode:
     # ---- running ---------------------------------------------------------------------------
 
     async def _execute(self, args: Any, ctx: ToolRunContext) -> Any:
-        result = await self.run_program(str(args["code"]), scope=ctx.scope, signal=ctx.signal)
+        images: list[dict[str, Any]] = []
+        result = await self.run_program(
+            str(args["code"]), scope=ctx.scope, signal=ctx.signal, images=images
+        )
         if result.error is not None:
             raise _failure(result)
         value: dict[str, Any] = {"logs": list(result.logs)}
         if result.has_value:
             value["result"] = result.value
-        return value
+        # Images the program's calls returned reach the model after the run's own text.
+        return WithContent(value, images) if images else value
 
     async def run(
         self,
@@ -250,10 +255,12 @@ class CodeMode:
         on_log: Callable[[str], None] | None = None,
         on_call: Callable[[str, ToolResult], None] | None = None,
         on_progress: Callable[[RunStats], None] | None = None,
+        images: list[dict[str, Any]] | None = None,
     ) -> RunResult:
         """Run a program with the scope's tools bound under ``tools.``; the raw run result.
 
-        Unfinished sub-calls are aborted and drained before this returns.
+        Unfinished sub-calls are aborted and drained before this returns. ``images``, if
+        given, collects the image parts of the calls' results, in call order.
         """
         if self.config.preflight_check:
             failed = self._preflight(code, scope)
@@ -267,7 +274,7 @@ class CodeMode:
         )
         try:
             async with anyio.create_task_group() as calls:
-                bindings = self._bindings(scope, sub_signal, calls, on_call)
+                bindings = self._bindings(scope, sub_signal, calls, on_call, images)
                 request = RunRequest(
                     program=code,
                     bindings=bindings,
@@ -305,6 +312,7 @@ class CodeMode:
         signal: AbortSignal,
         calls: anyio.abc.TaskGroup,
         on_call: Callable[[str, ToolResult], None] | None,
+        images: list[dict[str, Any]] | None,
     ) -> dict[str, Any]:
         manifest = self.registry.manifest(scope)
         names = sdkgen.python_names(manifest)
@@ -348,6 +356,10 @@ class CodeMode:
                 result = box[0]
                 if on_call is not None:
                     on_call(tool, result)
+                if images is not None:
+                    images.extend(
+                        thaw(part) for part in result.content if part.get("type") == "image"
+                    )
                 if result.error is not None:
                     raise ToolCallError(tool, result.error.message, str(result.error.code))
                 return thaw(result.value)

@@ -32,7 +32,14 @@ from ._present import (
     present_result,
 )
 from ._registry import RUN_CODE, Scope, ToolRegistry, ToolSchema, ToolsConfig
-from ._result import ErrorCode, ToolFailure, ToolResult, normalize_content, user_context
+from ._result import (
+    ErrorCode,
+    ToolFailure,
+    ToolResult,
+    WithContent,
+    normalize_content,
+    user_context,
+)
 from ._schema import (
     Array,
     Boolean,
@@ -101,6 +108,7 @@ __all__ = (
     "ToolsConfig",
     "ToolsError",
     "WebCard",
+    "WithContent",
     "anthropic_tools",
     "canonical_json",
     "card_to_dict",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,7 @@ import anyio
 from ._definition import ToolDefinition, ToolRunContext, default_render
 from ._exceptions import ToolError
 from ._json import freeze
-from ._result import ErrorCode, ToolResult, user_context
+from ._result import ErrorCode, ToolResult, WithContent, normalize_content, user_context
 from ._schema import MISSING, Json
 from ._signal import AbortSignal, fuse_signals
 from ._validate import validate
@@ -285,6 +285,9 @@ class Invocation:
             dispose()
 
     def _normalize(self, definition: ToolDefinition, value: Any) -> ToolResult:
+        extra: Sequence[Any] = ()
+        if isinstance(value, WithContent):
+            value, extra = value.value, value.parts
         error = validate(definition.output_schema, value)
         if error is not None:
             return ToolResult.failure(
@@ -302,6 +305,8 @@ class Invocation:
                 if problem is not None:
                     raise TypeError(f"presentation_meta is not JSON: {problem}")
                 meta = {"presentation": presentation}
+            if extra:
+                content = [*normalize_content(content), *normalize_content(list(extra))]
             return ToolResult.success(value, content, meta=meta)
         except Exception as exc:
             return ToolResult.failure(

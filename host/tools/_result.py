@@ -90,6 +90,15 @@ def user_context(content: Any, *, source: Mapping[str, Any] | None = None) -> Fr
 
 
 @dataclass(frozen=True, slots=True)
+class WithContent:
+    """Returned by a tool body: ``value`` as usual, plus content ``parts`` (e.g. images)
+    appended after the rendered content the model sees."""
+
+    value: Any
+    parts: Sequence[Any] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFailure:
     """Why a tool call failed: a message, an error ``name`` and one ``ErrorCode``."""
 

@@ -53,13 +53,21 @@ def boom() -> str:
     raise RuntimeError("boom went the tool")
 
 
-@tool
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+
+
+@tool(
+    render=lambda args, value: [
+        {"type": "text", "text": "a picture"},
+        {"type": "image", "data": PIXEL, "mime_type": "image/png"},
+    ]
+)
 def picture() -> dict[str, str]:
     """Returns a value; its content carries an image."""
     return {"kind": "png"}
 
 
-TOOLS = [add, nap, nap_exclusive, boom]
+TOOLS = [add, nap, nap_exclusive, boom, picture]
 
 
 @pytest.fixture
@@ -253,6 +261,7 @@ async def test_presentation_modes(setup: tuple[ToolRegistry, CodeMode]) -> None:
         "boom",
         "nap",
         "nap_exclusive",
+        "picture",
     ]
     agent.present_as("both")
     assert "run_code" in [t["name"] for t in codemode.model_tools(agent)]
@@ -307,3 +316,15 @@ async def test_none_for_an_optional_parameter_means_not_given(
     assert (
         await codemode.run_program("return await tools.greet(name=None)")
     ).value == "hello world"
+
+
+async def test_images_from_calls_are_attached_after_the_run(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    program = "a = await tools.picture()\nb = await tools.picture()\nreturn [a, b]"
+    result = (await codemode.run(program)).to_dict()
+    content = result["content"]
+    assert content[0]["type"] == "text" and '{"kind":"png"}' in content[0]["text"]
+    assert content[1:] == [{"type": "image", "data": PIXEL, "mime_type": "image/png"}] * 2
+    assert result["value"]["result"] == [{"kind": "png"}] * 2
