@@ -14,11 +14,15 @@ from host.sandbox._template import TemplateProcess
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._errors import RuntimeClosedError, RuntimeUsageError
 from runtime._json import json_problem
-from runtime._program import ProgramRejected, compile_program
+from runtime._program import Policy, ProgramRejected, compile_program
 
 __all__ = ("SubprocessRuntime",)
 
 _log = logging.getLogger("host.sandbox")
+#: Programs longer than this (characters) are compiled in a worker thread.
+_COMPILE_INLINE = 20_000
+#: Compiled programs kept per runtime.
+_COMPILED_KEPT = 64
 
 
 def _check_request(request: RunRequest) -> None:
@@ -77,6 +81,7 @@ class SubprocessRuntime:
             raise ValueError("prefork must be 0 or more")
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
+        self._compiled: dict[tuple[str, str], bytes] = {}
         self._options = RunOptions(
             workdir_root=workdir_root or default_workdir_root(),
             max_frame_bytes=max_frame_bytes,
@@ -129,7 +134,7 @@ class SubprocessRuntime:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         _check_request(request)
         try:
-            code = compile_program(request.program, request.policy)
+            code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:
             return self._early(RunError(kind="parse", message=exc.message, lineno=exc.lineno))
         if request.abort is not None and request.abort.is_set():
@@ -143,7 +148,7 @@ class SubprocessRuntime:
                 raise RuntimeClosedError("this SubprocessRuntime closed while the run was waiting")
             template = await self._ensure_template()
             slot = await self._take_slot(template)
-            run = Run(request, marshal.dumps(code), slot, self._options)
+            run = Run(request, code, slot, self._options)
             self._runs.add(run)
             try:
                 return await run.execute()
@@ -153,6 +158,24 @@ class SubprocessRuntime:
                     self._idle.set()
                 with anyio.CancelScope(shield=True):
                     await self._replenish()
+
+    async def _compile(self, program: str, policy: Policy) -> bytes:
+        """The marshalled code of ``program``; the last few are kept (agents repeat programs)."""
+        key = (program, policy)
+        code = self._compiled.get(key)
+        if code is not None:
+            self._compiled[key] = self._compiled.pop(key)  # most recently used last
+            return code
+        if len(program) > _COMPILE_INLINE:
+            # A long program takes a while to parse: not on the event loop other runs use.
+            compiled = await anyio.to_thread.run_sync(compile_program, program, policy)
+        else:
+            compiled = compile_program(program, policy)
+        code = marshal.dumps(compiled)
+        self._compiled[key] = code
+        if len(self._compiled) > _COMPILED_KEPT:
+            del self._compiled[next(iter(self._compiled))]
+        return code
 
     def _early(self, error: RunError) -> RunResult:
         stats = RunStats(
@@ -185,7 +208,7 @@ class SubprocessRuntime:
             if spare.template is template and not spare.stale():
                 slot = spare
             else:
-                spare.close()
+                spare.discard()
         if slot is None:
             slot = await ChildSlot.fork(template)
         return slot

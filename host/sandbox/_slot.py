@@ -7,7 +7,7 @@ import struct
 
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
-from runtime._procs import is_stopped
+from runtime._procs import is_stopped, kill_tree
 
 __all__ = ("ChildSlot",)
 
@@ -89,6 +89,12 @@ class ChildSlot:
                 return None
             self._parse(data)
         return self.exit_status
+
+    def discard(self) -> None:
+        """Kill the child (if it was forked) and close: for a spare that can no longer serve."""
+        if self.pid is not None and self.exit_status is None:
+            kill_tree(self.pid)  # a stopped child would never read the EOF
+        self.close()
 
     def close(self) -> None:
         """Close the host's ends; an idle spare child sees EOF and exits."""
