@@ -106,7 +106,7 @@ class _Bridge:
     def __init__(self, ctl_in: int, ctl_out: int) -> None:
         self.fd_in = ctl_in
         self.fd_out = ctl_out
-        self._in = ctl_in
+
         self._out = ctl_out
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -116,12 +116,12 @@ class _Bridge:
         _write_all(self._out, encode_frame(message))
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        os.set_blocking(self._in, False)
-        loop.add_reader(self._in, self._on_readable)
+        os.set_blocking(self.fd_in, False)
+        loop.add_reader(self.fd_in, self._on_readable)
 
     def _on_readable(self) -> None:
         try:
-            data = os.read(self._in, 1 << 20)
+            data = os.read(self.fd_in, 1 << 20)
         except BlockingIOError:
             return
         if not data:  # the host went away: nothing can answer us any more
@@ -164,12 +164,16 @@ _bridge: _Bridge | None = None
 _max_output = 0
 
 
-def _exit_now(code: int) -> None:
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:
+        except BaseException:  # the program may have replaced or broken them
             pass
+
+
+def _exit_now(code: int) -> None:
+    _flush_streams()
     os._exit(code)
 
 
@@ -180,11 +184,7 @@ def _linger() -> None:
     processes to the template. The host kills the whole tree at once, or closes the
     bridge (EOF), and then we leave.
     """
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
+    _flush_streams()
     assert _bridge is not None
     try:
         os.close(_bridge.fd_out)  # EOF after the report: a report that was lost shows as a death
@@ -226,7 +226,7 @@ def _fail(
             kind=kind, message=message, exception_type=exception_type, traceback=tb, lineno=lineno
         )
     )
-    _exit_now(0)
+    _linger()
 
 
 def _is_ours(filename: str) -> bool:

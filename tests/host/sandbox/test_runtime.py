@@ -575,3 +575,11 @@ async def test_results_encode_to_the_documented_json_shape(rt: SubprocessRuntime
     shape = msgspec.json.decode(msgspec.json.encode(result.to_json()))
     assert set(shape) == {"logs", "error"}
     assert {"kind", "message", "exception_type", "traceback", "lineno"} == set(shape["error"])
+
+
+async def test_nothing_survives_a_run_that_failed(rt: SubprocessRuntime) -> None:
+    mark = f"{700 + os.getpid() % 1000}.{os.getpid() % 977}"
+    program = f"import subprocess\nsubprocess.Popen(['sleep', '{mark}'])\nraise ValueError('x')"
+    result = await run(rt, program)
+    assert result.error is not None and result.error.kind == "exception"
+    assert _marked(mark) == []
