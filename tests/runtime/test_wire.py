@@ -16,7 +16,9 @@ _decoder = msgspec.json.Decoder(Call | Done | Failed)
     st.lists(st.integers(1, 50), min_size=1, max_size=30),
 )
 def test_frames_reassemble_from_any_chunking(calls: list[tuple[int, str]], cuts: list[int]) -> None:
-    messages = [Call(id=i, name=n, args=msgspec.Raw(msgspec.json.encode({"n": n}))) for i, n in calls]
+    messages = [
+        Call(id=i, name=n, args=msgspec.Raw(msgspec.json.encode({"n": n}))) for i, n in calls
+    ]
     stream = b"".join(encode_frame(m) for m in messages)
     buf = FrameBuffer(1 << 20)
     bodies: list[bytes] = []
