@@ -26,7 +26,14 @@ import msgspec
 from runtime._contain import enter_namespaces, landlock, mount_proc, mount_workdir
 from runtime._errors import ToolCallError
 from runtime._json import json_problem
-from runtime._program import ABSENT_NAME, ENTRY_NAME, LAST_NAME, entry_point
+from runtime._program import (
+    ABSENT_NAME,
+    ENTRY_NAME,
+    LAST_NAME,
+    ProgramRejected,
+    compile_program,
+    entry_point,
+)
 from runtime._wire import (
     HEADER,
     Call,
@@ -463,7 +470,15 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int, isolation: st
         landlock(start.workdir)
         _max_output = start.max_output_bytes
         namespace = _program_namespace(start, bridge)
-        func = entry_point(marshal.loads(start.code), namespace)
+        if start.code:
+            code = marshal.loads(start.code)
+        else:  # a long program: the host left compiling it to us, off its event loop
+            try:
+                code = compile_program(start.source, start.policy)  # type: ignore[arg-type]
+            except ProgramRejected as exc:
+                _fail("parse", exc.message, lineno=exc.lineno)
+                raise
+        func = entry_point(code, namespace)
         linecache.cache["<program>"] = (
             len(start.source),
             None,

@@ -338,7 +338,13 @@ class Run:
         self._settle(RunResult(logs=self.logs, value=value))
 
     def _on_failed(self, failed: Failed) -> None:
-        if failed.kind not in ("exception", "invalid_completion", "output_limit", "memory"):
+        if failed.kind not in (
+            "parse",
+            "exception",
+            "invalid_completion",
+            "output_limit",
+            "memory",
+        ):
             self.dropped += 1
             return
         size = len(failed.message) + len(failed.traceback or "")

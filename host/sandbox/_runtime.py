@@ -19,7 +19,7 @@ from runtime._program import Policy, ProgramRejected, compile_program
 __all__ = ("SubprocessRuntime",)
 
 _log = logging.getLogger("host.sandbox")
-#: Programs longer than this (characters) are compiled in a worker thread.
+#: Programs longer than this (characters) are compiled in their child, not on our event loop.
 _COMPILE_INLINE = 20_000
 #: Compiled programs kept per runtime.
 _COMPILED_KEPT = 64
@@ -160,18 +160,18 @@ class SubprocessRuntime:
                     await self._replenish()
 
     async def _compile(self, program: str, policy: Policy) -> bytes:
-        """The marshalled code of ``program``; the last few are kept (agents repeat programs)."""
+        """The marshalled code of ``program`` (b"": the child compiles it); the last few are
+        kept, as agents repeat programs. Raises ``ProgramRejected``."""
         key = (program, policy)
         code = self._compiled.get(key)
         if code is not None:
             self._compiled[key] = self._compiled.pop(key)  # most recently used last
             return code
         if len(program) > _COMPILE_INLINE:
-            # A long program takes a while to parse: not on the event loop other runs use.
-            compiled = await anyio.to_thread.run_sync(compile_program, program, policy)
-        else:
-            compiled = compile_program(program, policy)
-        code = marshal.dumps(compiled)
+            # Compiling holds the GIL for as long as it takes (a thread would not help): a
+            # long program is compiled by its child, which reports a failure as `parse`.
+            return b""
+        code = marshal.dumps(compile_program(program, policy))
         self._compiled[key] = code
         if len(self._compiled) > _COMPILED_KEPT:
             del self._compiled[next(iter(self._compiled))]
