@@ -37,6 +37,7 @@ from runtime._program import (
 from runtime._wire import (
     HEADER,
     Call,
+    Compiled,
     Done,
     Failed,
     FrameBuffer,
@@ -478,6 +479,8 @@ def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int, isolation: st
             except ProgramRejected as exc:
                 _fail("parse", exc.message, lineno=exc.lineno)
                 raise
+            # Before the program runs: a `parse` report after this one is a forgery.
+            bridge.send(Compiled())
         func = entry_point(code, namespace)
         linecache.cache["<program>"] = (
             len(start.source),

@@ -11,6 +11,7 @@ __all__ = (
     "HEADER",
     "Call",
     "ChildMessage",
+    "Compiled",
     "Done",
     "Failed",
     "FrameBuffer",
@@ -64,6 +65,10 @@ class Call(msgspec.Struct, tag=True, frozen=True):
     args: msgspec.Raw
 
 
+class Compiled(msgspec.Struct, tag=True, frozen=True):
+    """Child -> host: the child compiled the program itself; from here on it runs."""
+
+
 class Done(msgspec.Struct, tag=True, frozen=True):
     """Child -> host: the program completed; ``value`` is its raw JSON result when ``has_value``."""
 
@@ -82,7 +87,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):
 
 
 HostMessage = Start | Reply | ReplyError
-ChildMessage = Call | Done | Failed
+ChildMessage = Call | Compiled | Done | Failed
 
 _encoder = msgspec.json.Encoder()
 

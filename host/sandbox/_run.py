@@ -23,13 +23,25 @@ from host.sandbox._slot import ChildSlot
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._json import json_problem
 from runtime._procs import kill_tree, tree_cpu_ns
-from runtime._wire import Call, Done, Failed, FrameBuffer, Reply, ReplyError, Start, encode_frame
+from runtime._wire import (
+    Call,
+    Compiled,
+    Done,
+    Failed,
+    FrameBuffer,
+    Reply,
+    ReplyError,
+    Start,
+    encode_frame,
+)
 
 __all__ = ("Run", "RunOptions", "default_workdir_root")
 
-_decoder = msgspec.json.Decoder(Call | Done | Failed)
+_decoder = msgspec.json.Decoder(Call | Compiled | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
 _CPUS = os.cpu_count() or 1
+#: The failure kinds a child may report (the others are the host's to decide).
+_CHILD_FAILURES = ("exception", "invalid_completion", "output_limit", "memory")
 #: Binding calls a run may have waiting or running at once; past it, Call frames are dropped.
 _MAX_IN_FLIGHT = 10_000
 _SIGNAL_NAMES = {
@@ -101,6 +113,7 @@ class Run:
         self._frames = FrameBuffer(options.max_frame_bytes)
         self._seen_ids: set[int] = set()
         self._in_flight = 0
+        self._compiled_by_child = False
         self._log_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._partial = ""
         self._writer = FrameWriter(self._fds["to_child"])
@@ -263,6 +276,10 @@ class Run:
                 continue
             if isinstance(message, Call):
                 self._on_call(message)
+            elif isinstance(message, Compiled):
+                if self.code or self._compiled_by_child:
+                    self.dropped += 1  # we compiled it, or it was said already: forged
+                self._compiled_by_child = True
             elif isinstance(message, Done):
                 self._on_done(message)
             else:
@@ -338,13 +355,10 @@ class Run:
         self._settle(RunResult(logs=self.logs, value=value))
 
     def _on_failed(self, failed: Failed) -> None:
-        if failed.kind not in (
-            "parse",
-            "exception",
-            "invalid_completion",
-            "output_limit",
-            "memory",
-        ):
+        # `parse` only from a child left the compiling, and only before it said it compiled
+        may_parse = not self.code and not self._compiled_by_child
+        allowed = (*_CHILD_FAILURES, "parse") if may_parse else _CHILD_FAILURES
+        if failed.kind not in allowed:
             self.dropped += 1
             return
         size = len(failed.message) + len(failed.traceback or "")
