@@ -108,7 +108,6 @@ class Run:
         self.value: Any = msgspec.UNSET
         self.scope = anyio.CancelScope()
         self.closing_reason: str | None = None
-        self._fds = slot.fds
         self._workdir: str | None = None
         self._frames = FrameBuffer(options.max_frame_bytes)
         self._seen_ids: set[int] = set()
@@ -116,7 +115,7 @@ class Run:
         self._compiled_by_child = False
         self._log_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._partial = ""
-        self._writer = FrameWriter(self._fds["to_child"])
+        self._writer = FrameWriter(slot.fds["to_child"])
         self._slots = Slots(self.limits.max_parallel_sub_calls)
         self._cpu_ns = 0
         self._cpu_base = 0
@@ -247,7 +246,7 @@ class Run:
     # ---- watchers --------------------------------------------------------------------------
 
     async def _read_ctl(self) -> None:
-        fd = self._fds["from_child"]
+        fd = self.slot.fds["from_child"]
         while True:
             data = await read_some(fd, 1 << 20)
             if not data:
@@ -420,7 +419,7 @@ class Run:
         return Reply(id=call_id, value=value)
 
     async def _read_logs(self) -> None:
-        fd = self._fds["log"]
+        fd = self.slot.fds["log"]
         while True:
             data = await read_some(fd)
             if not data:
@@ -492,7 +491,7 @@ class Run:
 
     def _drain_ctl(self) -> None:
         # The child wrote its last frame before it exited: it is in the pipe already.
-        fd = self._fds["from_child"]
+        fd = self.slot.fds["from_child"]
         while self.outcome is None:
             try:
                 data = os.read(fd, 1 << 20)
@@ -555,10 +554,9 @@ class Run:
         if self._pidfd is not None:
             close_fd(self._pidfd)
             self._pidfd = None
-        if "log" in self._fds:
+        if "log" in self.slot.fds:
             await self._drain_logs()
         self.slot.close()
-        self._fds = {}
         if self._workdir is not None:
             try:
                 os.rmdir(self._workdir)
@@ -566,7 +564,7 @@ class Run:
                 shutil.rmtree(self._workdir, ignore_errors=True)
 
     async def _drain_logs(self) -> None:
-        fd = self._fds["log"]
+        fd = self.slot.fds["log"]
         over = isinstance(self.outcome, RunError) and self.outcome.kind == "output_limit"
         with anyio.move_on_after(1.0):
             while not over:
