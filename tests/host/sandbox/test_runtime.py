@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import msgspec
+import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
@@ -364,14 +365,29 @@ async def test_the_environment_is_empty_and_the_workdir_private(rt: SubprocessRu
 
 
 async def test_the_child_has_its_own_session_and_limits(rt: SubprocessRuntime) -> None:
+    # Sessions are compared from the host's view: inside a PID namespace getsid() of a
+    # leader outside it reads 0, which is also what a host in a container may read.
+    seen: dict[str, Any] = {}
+
+    async def sessions(args: Any) -> Any:
+        host = psutil.Process()
+        template = {p.pid for p in host.children()}
+        run_tree = [p.pid for p in host.children(recursive=True) if p.pid not in template]
+        seen["tree"] = [(os.getsid(pid), os.getpgid(pid)) for pid in run_tree]
+        seen["template"] = [(os.getsid(pid), os.getpgid(pid)) for pid in template]
+        return None
+
     program = (
         "import os, resource\n"
-        "return [os.getsid(0) != HOST_SID, os.getpgrp() != HOST_PGRP,\n"
-        "        list(resource.getrlimit(resource.RLIMIT_CORE)), sorted(int(f) for f in os.listdir('/proc/self/fd'))[:3]]"
+        "await tools.sessions()\n"
+        "return [list(resource.getrlimit(resource.RLIMIT_CORE)), sorted(int(f) for f in os.listdir('/proc/self/fd'))[:3]]"
     )
-    result = await run(rt, program, inputs={"HOST_SID": os.getsid(0), "HOST_PGRP": os.getpgrp()})
-    assert result.value[:3] == [True, True, [0, 0]]
-    assert result.value[3] == [0, 1, 2]
+    result = await run(rt, program, bindings={"tools.sessions": sessions})
+    assert result.value == [[0, 0], [0, 1, 2]]
+    assert seen["tree"], "the run's processes were not found under the template"
+    outside = {(os.getsid(0), os.getpgrp()), *seen["template"]}
+    for sid, pgid in seen["tree"]:
+        assert all(sid != other_sid and pgid != other_pgid for other_sid, other_pgid in outside)
 
 
 _DOUBLE_FORK = """
