@@ -240,6 +240,11 @@ def _runtime_params() -> Any:
     return inspect.signature(SubprocessRuntime).parameters
 
 
+def has_runtime_option(name: str) -> bool:
+    """True if ``SubprocessRuntime`` takes the keyword argument ``name``."""
+    return name in _runtime_params()
+
+
 def _prefork_name() -> str | None:
     params = _runtime_params()
     for name in ("prefork", "preforked", "pre_fork", "prefork_children", "warm_children"):

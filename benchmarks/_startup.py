@@ -25,6 +25,7 @@ from benchmarks._common import (
     Section,
     Target,
     Unavailable,
+    has_runtime_option,
     isolation_levels,
     prefork_option,
     template_option,
@@ -111,6 +112,10 @@ async def run(config: Config) -> Section:
                 section.rows = [r for r in section.rows if r.system != system]
                 why = f"not available: {type(exc).__name__}: {exc}"
                 section.add(Unavailable(WORKLOAD, system, "ms", why, target))
+    if prefork is not None and has_runtime_option("use_cgroups"):
+        # What per-run cgroups cost, measured beside the default (which uses them if it may).
+        system = DSH_PREFORK[:-1] + ", isolation=auto, use_cgroups=False)"
+        await _dsh(section, system, runs, Target("p50", "<=", 0.3), **prefork, use_cgroups=False)
     section.notes.append(
         f"Pre-forked child: SubprocessRuntime(**{prefork!r}); template fork: "
         f"SubprocessRuntime(**{template_option()!r})"

@@ -343,8 +343,9 @@ def _close_fds_except(keep: set[int]) -> None:
                 pass
 
 
-def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
-    """Session, death signal, no_new_privs, subreaper, fds 0/1/2, nothing else inherited."""
+def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int]) -> None:
+    """Session, death signal, no_new_privs, subreaper, fds 0/1/2, the run's cgroups, and
+    nothing else inherited."""
     os.setsid()
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the template died between fork and prctl
@@ -359,6 +360,9 @@ def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int) -> None:
     os.dup2(null, 0)
     os.dup2(log_w, 1)
     os.dup2(log_w, 2)
+    for fd in join:  # before any fork, so every process of the run is in the run's cgroups
+        os.write(fd, b"0")
+        os.close(fd)
     _close_fds_except({0, 1, 2, ctl_in, ctl_out})
     os.set_inheritable(ctl_in, False)
     os.set_inheritable(ctl_out, False)
@@ -439,15 +443,19 @@ def _enter_namespaces(fds: tuple[int, ...]) -> None:
         os._exit(1)
 
 
-def child_main(ctl_in: int, ctl_out: int, log_w: int, parent: int, isolation: str) -> None:
+def child_main(
+    ctl_in: int, ctl_out: int, log_w: int, parent: int, isolation: str, join: list[int]
+) -> None:
     """Run one program in this freshly forked process; never returns.
+
+    ``join`` are ``cgroup.procs`` files (open for writing) of the run's cgroups.
 
     Everything that does not depend on the program happens before the child waits for
     its ``Start`` frame, so a child forked ahead of time has done it already.
     """
     global _bridge, _max_output
     try:
-        _contain(ctl_in, ctl_out, log_w, parent)
+        _contain(ctl_in, ctl_out, log_w, parent, join)
         if isolation == "namespaces":
             _enter_namespaces((0, 1, 2, ctl_in, ctl_out))
         _bridge = bridge = _Bridge(ctl_in, ctl_out)

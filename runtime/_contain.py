@@ -39,7 +39,7 @@ _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
-_CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
+_CLONE_NEWPID, _CLONE_NEWNET, _CLONE_NEWCGROUP = 0x20000000, 0x40000000, 0x02000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 
 
@@ -93,14 +93,23 @@ def landlock(writable_dir: str) -> int:
 
 
 def enter_namespaces() -> None:
-    """Enter new user, PID, network, mount and IPC namespaces, keeping our uid (mapped 1:1).
+    """Enter new user, PID, network, mount, IPC and cgroup namespaces, keeping our uid
+    (mapped 1:1). The cgroup namespace roots at the run's cgroup, so the host's cgroup
+    paths do not show.
 
     Mapping our own uid needs no privilege, and it keeps the interpreter (which may live
     in a directory only its owner can read) importable. The capabilities root has inside
     hold only inside. The caller forks next: its child is PID 1 of the new PID namespace.
     """
     uid, gid = os.geteuid(), os.getegid()
-    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWNS | _CLONE_NEWIPC
+    flags = (
+        _CLONE_NEWUSER
+        | _CLONE_NEWPID
+        | _CLONE_NEWNET
+        | _CLONE_NEWNS
+        | _CLONE_NEWIPC
+        | _CLONE_NEWCGROUP
+    )
     if _libc.unshare(flags) != 0:
         raise _error("unshare")
     for name, text in (

@@ -1,7 +1,8 @@
 """The template process: imports what a child needs once, then forks one child per run.
 
 It never runs a program. The host talks to it over a SOCK_SEQPACKET socket: each
-request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w, status_w). The template
+request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w, status_w), then up to
+three ``cgroup.procs`` files the child joins before anything else. The template
 forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it has
 reaped the child and killed whatever the run left behind. EOF on the socket means the
 host is gone: every child is killed and the template exits.
@@ -51,6 +52,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _INT = struct.Struct("!i")
 _FDS_PER_RUN = 4
+_MAX_JOIN = 3
 
 
 class _Template:
@@ -62,15 +64,15 @@ class _Template:
         self.runs: dict[int, int] = {}  # pid -> status_w fd
 
     def fork(self, fds: list[int]) -> None:
-        ctl_in, ctl_out, log_w, status_w = fds
+        ctl_in, ctl_out, log_w, status_w, *join = fds
         pid = os.fork()
         if pid == 0:
             try:
                 self.sock.close()
-                child_main(ctl_in, ctl_out, log_w, os.getppid(), self.isolation)
+                child_main(ctl_in, ctl_out, log_w, os.getppid(), self.isolation, join)
             finally:
                 os._exit(71)
-        for fd in (ctl_in, ctl_out, log_w):
+        for fd in (ctl_in, ctl_out, log_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
         try:
@@ -207,7 +209,7 @@ def main(sock_fd: int, requested: str = "process") -> None:
             fds = array.array("i")
             try:
                 msg, ancdata, _flags, _addr = sock.recvmsg(
-                    16, socket.CMSG_SPACE(_FDS_PER_RUN * fds.itemsize)
+                    16, socket.CMSG_SPACE((_FDS_PER_RUN + _MAX_JOIN) * fds.itemsize)
                 )
             except InterruptedError:
                 continue
@@ -218,7 +220,7 @@ def main(sock_fd: int, requested: str = "process") -> None:
                     fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
             if not msg:
                 template.shutdown()
-            if msg == b"F" and len(fds) == _FDS_PER_RUN:
+            if msg == b"F" and _FDS_PER_RUN <= len(fds) <= _FDS_PER_RUN + _MAX_JOIN:
                 template.fork(list(fds))
             else:
                 for stray in fds:

@@ -8,6 +8,7 @@ started, reaps it, drains the logs, closes the fds and removes the working dir.
 from __future__ import annotations
 
 import codecs
+import logging
 import math
 import os
 import shutil
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import FrameWriter, Slots, close_fd, read_some
 from host.sandbox._slot import ChildSlot
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
@@ -36,6 +38,8 @@ from runtime._wire import (
 )
 
 __all__ = ("Run", "RunOptions", "default_workdir_root")
+
+_log = logging.getLogger("host.sandbox")
 
 _decoder = msgspec.json.Decoder(Call | Compiled | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
@@ -177,6 +181,14 @@ class Run:
 
     def _classify_death(self, error: RunError) -> RunError:
         status = self.exit_status
+        cgroup = self.slot.cgroup
+        if cgroup is not None and cgroup.oom_kills() > 0:
+            return RunError(
+                kind="memory",
+                message=f"the run passed its memory cap (max_heap_mb {self.limits.max_heap_mb} "
+                "plus headroom, all its processes, shared memory and files in its working "
+                "directory together): the kernel killed it",
+            )
         if status == -24:  # SIGXCPU: the CPU rlimit backstop fired before our own poll
             return RunError(
                 kind="budget",
@@ -197,7 +209,7 @@ class Run:
         self._settled_at = time.monotonic()
         if self.pid is not None and not self._exited.is_set():
             # last look before it is reaped
-            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid) - self._cpu_base)
+            self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)
         self.scope.cancel()
 
     def abort(self, reason: str) -> None:
@@ -223,6 +235,11 @@ class Run:
             file_bytes=self.options.max_file_bytes,
             open_files=self.options.max_open_files,
         )
+        if self.slot.cgroup is not None:
+            try:
+                self.slot.cgroup.limit_memory(start.heap_bytes)
+            except OSError as exc:
+                _log.warning("dsh-code: cannot cap a run's memory cgroup: %s", exc)
         await self._send(encode_frame(start))
         self.pid = await self.slot.wait_pid()
         if self.pid is None:
@@ -231,7 +248,7 @@ class Run:
             )
             return
         # A child forked ahead of time spent CPU on its set-up before this run: not billed.
-        self._cpu_base = tree_cpu_ns(self.pid)
+        self._cpu_base = self._tree_cpu_ns()
         try:
             self._pidfd = os.pidfd_open(self.pid)
         except OSError:  # already gone (reaped): the exit watcher falls back to the template
@@ -508,7 +525,7 @@ class Run:
         on_progress = self.request.on_progress
         reported = 0.0
         while True:
-            self._cpu_ns = tree_cpu_ns(self.pid) - self._cpu_base
+            self._cpu_ns = self._tree_cpu_ns() - self._cpu_base
             if on_progress is not None and time.monotonic() - reported >= 0.1:
                 reported = time.monotonic()
                 try:
@@ -536,11 +553,24 @@ class Run:
 
     # ---- the end ---------------------------------------------------------------------------
 
+    def _tree_cpu_ns(self) -> int:
+        """Busy CPU of the run's processes so far (the kernel's count in its cgroup, else
+        a walk of its process tree)."""
+        cgroup = self.slot.cgroup
+        counted = cgroup.cpu_ns() if cgroup is not None else None
+        if counted is not None:
+            return counted
+        return tree_cpu_ns(self.pid) if self.pid is not None else 0
+
     async def _cleanup(self) -> None:
+        cgroup = self.slot.cgroup
+        if self.pid is not None and cgroup is not None:
+            self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)
+            cgroup.kill()  # every process of the run, at once, however fast it forks
         if self.pid is not None and not self._exited.is_set():
             # The child is alive (it lingers after reporting), so every process the program
             # started is still in its tree: kill them all at once, then wait for its exit.
-            self._cpu_ns = max(self._cpu_ns, tree_cpu_ns(self.pid) - self._cpu_base)
+            self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)
             watched = kill_tree(self.pid, self._pidfd, watch=True)
             with anyio.move_on_after(self.options.settle_timeout):
                 await self._wait_exited()
@@ -548,6 +578,8 @@ class Run:
                     await anyio.wait_readable(fd)
             for fd in watched:
                 close_fd(fd)
+        if self.pid is not None and cgroup is not None:
+            await self._wait_cgroup_empty(cgroup)
         if isinstance(self.outcome, RunError) and self.outcome.kind == "died":
             with anyio.move_on_after(self.options.settle_timeout):
                 self.exit_status = await self.slot.wait_exit()
@@ -562,6 +594,14 @@ class Run:
                 os.rmdir(self._workdir)
             except OSError:
                 shutil.rmtree(self._workdir, ignore_errors=True)
+
+    async def _wait_cgroup_empty(self, cgroup: RunCgroup) -> None:
+        """Until no process of the run is alive (a killed fork bomb takes a while to exit)."""
+        delay = 0.0002
+        with anyio.move_on_after(self.options.settle_timeout):
+            while cgroup.populated():
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 0.01)
 
     async def _drain_logs(self) -> None:
         fd = self.slot.fds["log"]

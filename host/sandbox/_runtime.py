@@ -8,6 +8,7 @@ import sys
 
 import anyio
 
+from host.sandbox._cgroup import CgroupSet
 from host.sandbox._run import Run, RunOptions, default_workdir_root
 from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
@@ -49,6 +50,9 @@ class SubprocessRuntime:
     Use ``async with SubprocessRuntime() as rt:`` or call ``aclose()`` when done; the
     template starts on the first run. ``max_concurrent_runs`` bounds runs at once;
     ``prefork`` children are kept forked ahead of time, each used for one run only.
+    With ``use_cgroups`` (where the host may create cgroups) each run gets cgroups of
+    its own: killed at once, at most ``max_processes`` processes and threads, memory
+    capped at ``max_heap_mb`` plus headroom, CPU counted by the kernel.
     """
 
     language = "python"
@@ -63,6 +67,8 @@ class SubprocessRuntime:
         prefork: int = 1,
         workdir_root: str | None = None,
         isolation: str = "auto",
+        use_cgroups: bool = True,
+        max_processes: int = 1024,
         python: str = sys.executable,
     ) -> None:
         if not sys.platform.startswith("linux"):
@@ -77,6 +83,12 @@ class SubprocessRuntime:
                 f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}"
             )
         self._requested_isolation = isolation
+        if max_processes < 4:
+            raise ValueError("max_processes must be at least 4 (a namespaced child has 3)")
+        self._use_cgroups = use_cgroups
+        self._max_processes = max_processes
+        self._cgroups: CgroupSet | None = None
+        self._why_not_cgroups = "" if use_cgroups else "use_cgroups=False"
         if prefork < 0:
             raise ValueError("prefork must be 0 or more")
         self._prefork = prefork
@@ -113,6 +125,17 @@ class SubprocessRuntime:
     def why_not_namespaces(self) -> str:
         """Why the namespaces level is not in use (empty when it is, or was not asked for)."""
         return self._template.why_not_namespaces if self._template is not None else ""
+
+    @property
+    def cgroups(self) -> tuple[str, ...]:
+        """What per-run cgroups give runs: some of "kill", "cpu", "pids", "memory" (empty
+        without cgroups, or until started)."""
+        return self._cgroups.features if self._cgroups is not None else ()
+
+    @property
+    def why_not_cgroups(self) -> str:
+        """Why runs have no cgroups (empty when they have, or until started)."""
+        return self._why_not_cgroups
 
     async def start(self) -> None:
         """Start the template now (else the first run does); settles ``isolation``."""
@@ -153,6 +176,7 @@ class SubprocessRuntime:
             try:
                 return await run.execute()
             finally:
+                self._release(slot)
                 self._runs.discard(run)
                 if not self._runs and self._idle is not None:
                     self._idle.set()
@@ -193,6 +217,11 @@ class SubprocessRuntime:
                 template = TemplateProcess(self._python, self._requested_isolation)
                 await template.start()
                 self._template = template
+                if self._use_cgroups and self._cgroups is None:
+                    self._cgroups, why_not = CgroupSet.create(self._max_processes)
+                    self._why_not_cgroups = why_not
+                    if self._cgroups is None:
+                        _log.info("dsh-code: runs go without cgroups: %s", why_not)
                 if self._requested_isolation == "auto" and template.isolation != "namespaces":
                     _log.warning(
                         "dsh-code: namespaces are not available (%s); runs use the process level",
@@ -209,9 +238,30 @@ class SubprocessRuntime:
                 slot = spare
             else:
                 spare.discard()
+                self._release(spare)
         if slot is None:
-            slot = await ChildSlot.fork(template)
+            slot = await self._fork(template)
         return slot
+
+    async def _fork(self, template: TemplateProcess) -> ChildSlot:
+        """A new child slot, in fresh cgroups when we have them."""
+        cgroup = None
+        if self._cgroups is not None:
+            try:
+                cgroup = self._cgroups.new_run()
+            except OSError as exc:
+                _log.warning("dsh-code: a run goes without cgroups: %s", exc)
+        try:
+            return await ChildSlot.fork(template, cgroup)
+        except BaseException:
+            if cgroup is not None and self._cgroups is not None:
+                self._cgroups.release(cgroup)
+            raise
+
+    def _release(self, slot: ChildSlot) -> None:
+        if slot.cgroup is not None and self._cgroups is not None:
+            self._cgroups.release(slot.cgroup)
+            slot.cgroup = None
 
     async def _replenish(self) -> None:
         """Ask for spares up to ``prefork``. Only requests: the template forks them while we
@@ -221,7 +271,7 @@ class SubprocessRuntime:
         if self._closed or template is None or not template.alive:
             return
         while len(self._spares) < self._prefork:
-            self._spares.append(await ChildSlot.fork(template))
+            self._spares.append(await self._fork(template))
 
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child has exited, stop the template."""
@@ -234,11 +284,15 @@ class SubprocessRuntime:
                 await self._idle.wait()
         for spare in self._spares:
             spare.close()
-        self._spares = []
         if self._template is not None:
             with anyio.CancelScope(shield=True):
                 await self._template.aclose()
             self._template = None
+        for spare in self._spares:
+            self._release(spare)
+        self._spares = []
+        if self._cgroups is not None:
+            self._cgroups.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._runs)} running"

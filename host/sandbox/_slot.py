@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import struct
 
+from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
 from runtime._procs import is_stopped, kill_tree
@@ -18,26 +19,37 @@ _RECORD = 5  # b"P" or b"X", then a 4-byte int
 class ChildSlot:
     """One child asked of the template; forked ahead of time, it waits for its program."""
 
-    def __init__(self, template: TemplateProcess, fds: dict[str, int]) -> None:
+    def __init__(
+        self, template: TemplateProcess, fds: dict[str, int], cgroup: RunCgroup | None = None
+    ) -> None:
         self.template = template
         self.fds = fds
+        self.cgroup = cgroup
+        """The cgroup the child joins before it reads its program (None: no cgroups)."""
         self.pid: int | None = None
         self.exit_status: int | None = None
         self._pending = b""
 
     @classmethod
-    async def fork(cls, template: TemplateProcess) -> ChildSlot:
-        """Create the pipes and ask the template to fork a child on them (does not wait)."""
-        ctl_in_r, ctl_in_w = os.pipe2(os.O_CLOEXEC)
-        ctl_out_r, ctl_out_w = os.pipe2(os.O_CLOEXEC)
-        log_r, log_w = os.pipe2(os.O_CLOEXEC)
-        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+    async def fork(cls, template: TemplateProcess, cgroup: RunCgroup | None = None) -> ChildSlot:
+        """Create the pipes and ask the template to fork a child on them (does not wait);
+        the child joins ``cgroup`` first. Raises OSError."""
+        opened: list[int] = []  # every fd made here, closed on any failure
+        try:
+            for _ in range(4):
+                opened += os.pipe2(os.O_CLOEXEC)
+        except BaseException:
+            for fd in opened:
+                os.close(fd)
+            raise
+        ctl_in_r, ctl_in_w, ctl_out_r, ctl_out_w, log_r, log_w, status_r, status_w = opened
         fds = {"to_child": ctl_in_w, "from_child": ctl_out_r, "log": log_r, "status": status_r}
         for fd in fds.values():
             os.set_blocking(fd, False)
         child_ends = [ctl_in_r, ctl_out_w, log_w, status_w]
+        join = cgroup.join_fds() if cgroup is not None else []
         try:
-            await template.fork(child_ends)
+            await template.fork(child_ends + join)
         except BaseException:
             for fd in fds.values():
                 os.close(fd)
@@ -45,7 +57,7 @@ class ChildSlot:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds)
+        return cls(template, fds, cgroup)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data

@@ -100,7 +100,8 @@ class TemplateProcess:
         raise TemplateStartError("the template process did not become ready")
 
     async def fork(self, fds: list[int]) -> None:
-        """Ask for one child wired to ``fds`` (ctl_in, ctl_out, log_w, status_w)."""
+        """Ask for one child wired to ``fds`` (ctl_in, ctl_out, log_w, status_w, then the
+        cgroup.procs files it joins)."""
         sock = self._sock
         if sock is None:
             raise BrokenPipeError("the template process is closed")

@@ -10,12 +10,27 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
+from host.sandbox._cgroup import parse_hierarchies
 from host.sandbox._run import default_workdir_root
 
 
 def open_fds() -> set[int]:
     """The host's open fds."""
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def our_cgroups() -> list[str]:
+    """The cgroup directories runtimes of this test process made and have not removed."""
+    with open("/proc/self/mountinfo") as m, open("/proc/self/cgroup") as c:
+        hierarchies = parse_hierarchies(m.read(), c.read())
+    prefix = f"dsh-code-{os.getpid()}-"
+    found = []
+    for h in hierarchies:
+        try:
+            found += [os.path.join(h.own, n) for n in os.listdir(h.own) if n.startswith(prefix)]
+        except OSError:
+            continue
+    return found
 
 
 @pytest.fixture
@@ -43,4 +58,5 @@ async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRunti
         yield runtime
     assert psutil.Process().children(recursive=True) == []
     assert os.listdir(workdir_root) == []
+    assert our_cgroups() == []
     assert open_fds() - fds_before == set()

@@ -1,0 +1,178 @@
+"""Per-run cgroups: finding the hierarchies, and what runs get from them (real cgroups)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import psutil
+import pytest
+
+from host.sandbox import SubprocessRuntime
+from host.sandbox._cgroup import CgroupSet, Hierarchy, parse_hierarchies
+from runtime import Limits, RunRequest
+from tests.host.sandbox.conftest import our_cgroups
+
+HYBRID_MOUNTINFO = """\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+HYBRID_CGROUP = """\
+8:pids:/
+4:memory:/jobs/abc
+1:cpu:/
+0::/
+"""
+
+
+def test_a_hybrid_host_gives_unified_pids_and_memory() -> None:
+    assert parse_hierarchies(HYBRID_MOUNTINFO, HYBRID_CGROUP) == [
+        Hierarchy("unified", "/sys/fs/cgroup/unified"),
+        Hierarchy("pids", "/sys/fs/cgroup/pids"),
+        Hierarchy("memory", "/sys/fs/cgroup/memory/jobs/abc"),
+    ]
+
+
+def test_a_pure_v2_host_gives_its_own_cgroup() -> None:
+    mountinfo = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+    cgroup = "0::/user.slice/user-1000.slice/session-3.scope\n"
+    assert parse_hierarchies(mountinfo, cgroup) == [
+        Hierarchy("unified", "/sys/fs/cgroup/user.slice/user-1000.slice/session-3.scope")
+    ]
+
+
+def test_a_mount_of_part_of_a_hierarchy_is_mapped_or_skipped() -> None:
+    # A container sees only its own subtree, mounted at /sys/fs/cgroup.
+    mountinfo = "30 23 0:26 /docker/abc /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n"
+    assert parse_hierarchies(mountinfo, "0::/docker/abc/job\n") == [
+        Hierarchy("unified", "/sys/fs/cgroup/job")
+    ]
+    assert parse_hierarchies(mountinfo, "0::/elsewhere\n") == []
+
+
+def test_no_cgroup_mounts_give_nothing() -> None:
+    assert parse_hierarchies("22 1 0:5 / /proc rw - proc proc rw\n", "0::/\n") == []
+    assert parse_hierarchies("garbage\n\n", "also: garbage\n") == []
+
+
+def _cgroups_here() -> str:
+    made, why_not = CgroupSet.create(64)
+    if made is None:
+        return why_not
+    made.close()
+    return ""
+
+
+WHY_NOT = _cgroups_here()
+needs_cgroups = pytest.mark.skipif(bool(WHY_NOT), reason=f"no cgroups here: {WHY_NOT}")
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def crt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRuntime]:
+    """A runtime with a small process cap; nothing of it may be left afterwards."""
+    async with SubprocessRuntime(
+        workdir_root=workdir_root, isolation=isolation, max_processes=24
+    ) as runtime:
+        yield runtime
+    assert psutil.Process().children(recursive=True) == []
+    assert our_cgroups() == []
+
+
+@needs_cgroups
+async def test_a_run_is_in_a_cgroup_of_its_own(crt: SubprocessRuntime, isolation: str) -> None:
+    assert crt.cgroups[:2] == ("kill", "cpu") or "pids" in crt.cgroups
+    assert crt.why_not_cgroups == ""
+    program = "return open('/proc/self/cgroup').read().splitlines()"
+    first = await crt.run(RunRequest(program=program))
+    lines = first.value
+    if isolation == "namespaces":
+        # its cgroup namespace is rooted at the run's cgroup: no host path shows
+        assert all(line.endswith(":/") for line in lines), lines
+    else:
+        assert any("/dsh-code-" in line and "/run-" in line for line in lines), lines
+
+
+@needs_cgroups
+async def test_processes_and_threads_are_capped(crt: SubprocessRuntime) -> None:
+    program = (
+        "import os, signal\n"
+        "pids = []\n"
+        "try:\n"
+        "    for _ in range(200):\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n"
+        "            signal.pause()\n"
+        "        pids.append(pid)\n"
+        "except OSError as e:\n"
+        "    return [len(pids), e.errno]\n"
+        "return [len(pids), 0]\n"
+    )
+    result = await crt.run(RunRequest(program=program))
+    forked, errno = result.value
+    assert errno == 11  # EAGAIN: the pids cap, not a crash
+    assert 10 <= forked < 24
+
+
+@needs_cgroups
+async def test_files_in_the_working_directory_count_towards_the_memory_cap(
+    crt: SubprocessRuntime,
+) -> None:
+    program = (
+        "block = b'x' * (1 << 20)\n"
+        "with open('big', 'wb') as f:\n"
+        "    for _ in range(256):\n"
+        "        f.write(block)\n"
+        "return 'written'\n"
+    )
+    result = await crt.run(RunRequest(program=program, limits=Limits(max_heap_mb=32)))
+    assert result.value != "written"
+    assert result.error is not None and result.error.kind == "memory", result.error
+    after = await crt.run(RunRequest(program="return 1"))
+    assert after.value == 1  # the cgroup's next child starts clean
+
+
+@needs_cgroups
+async def test_compute_counts_children_that_exited_unwaited(crt: SubprocessRuntime) -> None:
+    program = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    end = time.process_time() + 0.3\n"
+        "    while time.process_time() < end:\n"
+        "        pass\n"
+        "    os._exit(0)\n"
+        "time.sleep(1.0)\n"  # the child has exited; nobody waits for it
+        "return 1\n"
+    )
+    result = await crt.run(RunRequest(program=program))
+    assert result.value == 1
+    assert result.stats is not None and result.stats.compute_ms >= 250
+
+
+async def test_cgroups_can_be_turned_off(workdir_root: str) -> None:
+    async with SubprocessRuntime(workdir_root=workdir_root, use_cgroups=False) as rt:
+        assert rt.cgroups == ()
+        assert rt.why_not_cgroups == "use_cgroups=False"
+        result = await rt.run(RunRequest(program="return open('/proc/self/cgroup').read()"))
+        assert "dsh-code-" not in result.value
+    assert our_cgroups() == []
+
+
+@needs_cgroups
+async def test_cgroups_of_a_runtime_whose_process_died_are_removed(workdir_root: str) -> None:
+    with open("/proc/self/mountinfo") as m, open("/proc/self/cgroup") as c:
+        own = parse_hierarchies(m.read(), c.read())[0].own
+    dead = psutil.Popen(["true"])
+    dead.wait()
+    stale = os.path.join(own, f"dsh-code-{dead.pid}-1")
+    os.makedirs(os.path.join(stale, "run-2"))
+    async with SubprocessRuntime(workdir_root=workdir_root):
+        assert not os.path.exists(stale)
+
+
+def test_max_processes_must_leave_room_for_a_child() -> None:
+    with pytest.raises(ValueError, match="max_processes"):
+        SubprocessRuntime(max_processes=2)
