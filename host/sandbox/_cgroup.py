@@ -16,6 +16,8 @@ import contextlib
 import itertools
 import os
 import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 
@@ -25,6 +27,8 @@ __all__ = ("CgroupSet", "RunCgroup", "parse_hierarchies")
 #: page tables and kernel memory, across the up to three processes of a namespaced child.
 MEMORY_HEADROOM = 64 * 1024 * 1024
 _counter = itertools.count(1)
+#: Sets of hierarchies (their "own" directories) a probe process joined: not probed again.
+_joinable: set[tuple[str, ...]] = set()
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,42 @@ class CgroupSet:
                 with contextlib.suppress(OSError):
                     os.rmdir(base)
             return None, "; ".join(problems) or "no usable cgroup hierarchy"
-        return cls(bases, max_processes), ""
+        made = cls(bases, max_processes)
+        key = tuple(sorted(h.own for h in hierarchies if h.kind in bases))
+        if key not in _joinable:
+            problem = made._probe()
+            if problem:
+                made.close()
+                return None, problem
+            _joinable.add(key)
+        return made, ""
+
+    def _probe(self) -> str:
+        """Have a throwaway process join a run cgroup, as children will; why not, if it fails."""
+        try:
+            cgroup = self.new_run()
+        except OSError as exc:
+            return f"cannot make a run cgroup: {exc}"
+        fds = cgroup.join_fds()
+        script = f"import os\nfor fd in {fds!r}:\n    os.write(fd, b'0')"
+        try:
+            probe = subprocess.run(
+                [sys.executable, "-I", "-S", "-c", script],
+                pass_fds=fds,
+                env={},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.release(cgroup)
+            return f"cannot start the cgroup probe: {exc}"
+        self.release(cgroup)
+        if probe.returncode != 0:
+            last = (probe.stderr.decode(errors="replace").strip().splitlines() or [""])[-1]
+            return f"a process cannot join a run cgroup: {last or probe.returncode}"
+        return ""
 
     @property
     def features(self) -> tuple[str, ...]:

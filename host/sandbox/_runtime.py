@@ -218,7 +218,10 @@ class SubprocessRuntime:
                 await template.start()
                 self._template = template
                 if self._use_cgroups and self._cgroups is None:
-                    self._cgroups, why_not = CgroupSet.create(self._max_processes)
+                    # off the event loop: the first time, a probe process has to start
+                    self._cgroups, why_not = await anyio.to_thread.run_sync(
+                        CgroupSet.create, self._max_processes
+                    )
                     self._why_not_cgroups = why_not
                     if self._cgroups is None:
                         _log.info("dsh-code: runs go without cgroups: %s", why_not)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -56,6 +57,13 @@ def test_a_mount_of_part_of_a_hierarchy_is_mapped_or_skipped() -> None:
 def test_no_cgroup_mounts_give_nothing() -> None:
     assert parse_hierarchies("22 1 0:5 / /proc rw - proc proc rw\n", "0::/\n") == []
     assert parse_hierarchies("garbage\n\n", "also: garbage\n") == []
+
+
+def test_a_hierarchy_a_process_cannot_join_is_refused(tmp_path: Path) -> None:
+    # a plain directory: a "run cgroup" can be made, but it has no cgroup.procs to join
+    problem = CgroupSet({"unified": str(tmp_path)}, 64)._probe()
+    assert problem.startswith("cannot make a run cgroup"), problem
+    assert os.listdir(tmp_path) == []
 
 
 def _cgroups_here() -> str:
