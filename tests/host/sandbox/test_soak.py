@@ -103,7 +103,10 @@ async def test_mixed_runs_keep_fds_threads_children_and_memory_flat(rt: Subproce
             baseline = {"fds": open_fds(), "threads": _threads(), "rss": me.memory_info().rss}
     assert len(kinds) == len(_MIX)
     assert open_fds() == baseline["fds"]
-    assert _threads() == baseline["threads"]
+    # No thread may be added; one may go: an idle worker of anyio's thread pool (a runtime
+    # makes its cgroups in one when it starts) exits after 10 s without work.
+    threads, os_threads = _threads()
+    assert threads <= baseline["threads"][0] and os_threads <= baseline["threads"][1]
     assert [c.pid for c in me.children()] == [rt._template.pid if rt._template else None]
     spares: int = getattr(rt, "_prefork", 1)
     assert _template_children(rt) <= spares
