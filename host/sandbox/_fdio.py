@@ -79,34 +79,3 @@ class FrameWriter:
             return
         async with self._lock:
             await write_all(self.fd, frame)
-
-
-class Slots:
-    """A counting semaphore that costs no checkpoint while a slot is free (FIFO waiters)."""
-
-    def __init__(self, total: int) -> None:
-        self.free = total
-        self._waiters: list[anyio.Event] = []
-
-    async def acquire(self) -> None:
-        """Take a slot, waiting in arrival order when none is free."""
-        if self.free > 0 and not self._waiters:
-            self.free -= 1
-            return
-        event = anyio.Event()
-        self._waiters.append(event)
-        try:
-            await event.wait()
-        except BaseException:
-            if event in self._waiters:
-                self._waiters.remove(event)
-            else:
-                self.release()  # it was handed to us as we were cancelled: pass it on
-            raise
-
-    def release(self) -> None:
-        """Give a slot back, to the longest waiter if there is one."""
-        if self._waiters:
-            self._waiters.pop(0).set()
-        else:
-            self.free += 1

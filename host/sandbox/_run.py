@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from host.sandbox._cgroup import RunCgroup
-from host.sandbox._fdio import FrameWriter, Slots, close_fd, read_some
+from host.sandbox._fdio import FrameWriter, close_fd, read_some
 from host.sandbox._slot import ChildSlot
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._json import json_problem
@@ -120,7 +120,12 @@ class Run:
         self._log_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._partial = ""
         self._writer = FrameWriter(slot.fds["to_child"])
-        self._slots = Slots(self.limits.max_parallel_sub_calls)
+        # Calls are served by up to max_parallel_sub_calls worker tasks, started as needed
+        # and fed in arrival order: a task per call costs more than the rest of the call.
+        self._calls_in, self._calls_out = anyio.create_memory_object_stream[
+            tuple[int, str, Any, Any]
+        ](math.inf)
+        self._workers = 0
         self._cpu_ns = 0
         self._cpu_base = 0
         self._pidfd: int | None = None
@@ -332,7 +337,13 @@ class Run:
             )
             return
         self._in_flight += 1
-        self._tg.start_soon(self._serve_call, call.id, call.name, binding, args)
+        if (
+            self._workers < self.limits.max_parallel_sub_calls
+            and self._calls_in.statistics().tasks_waiting_receive == 0
+        ):
+            self._workers += 1
+            self._tg.start_soon(self._serve_calls)
+        self._calls_in.send_nowait((call.id, call.name, binding, args))
 
     def _on_done(self, done: Done) -> None:
         if not done.has_value:
@@ -397,17 +408,15 @@ class Run:
             )
         )
 
-    async def _serve_call(self, call_id: int, name: str, binding: Any, args: Any) -> None:
-        try:
-            await self._slots.acquire()
+    async def _serve_calls(self) -> None:
+        """A worker: serves calls one at a time until the run settles."""
+        async for call_id, name, binding, args in self._calls_out:
             try:
                 reply = await self._call_binding(call_id, name, binding, args)
             finally:
-                self._slots.release()
-        finally:
-            self._in_flight -= 1
-        if reply is not None and self.outcome is None:
-            await self._send(encode_frame(reply))
+                self._in_flight -= 1
+            if reply is not None and self.outcome is None:
+                await self._send(encode_frame(reply))
 
     async def _call_binding(
         self, call_id: int, name: str, binding: Any, args: Any
@@ -563,6 +572,8 @@ class Run:
         return tree_cpu_ns(self.pid) if self.pid is not None else 0
 
     async def _cleanup(self) -> None:
+        self._calls_in.close()
+        self._calls_out.close()
         cgroup = self.slot.cgroup
         if self.pid is not None and cgroup is not None:
             self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)

@@ -103,6 +103,23 @@ async def test_parallel_sub_calls_are_bounded(rt: SubprocessRuntime) -> None:
     assert peak == 3
 
 
+async def test_calls_past_the_parallel_cap_start_in_the_order_they_were_made(
+    rt: SubprocessRuntime,
+) -> None:
+    started: list[int] = []
+
+    async def probe(args: Any) -> Any:
+        started.append(args["i"])
+        await anyio.sleep(0.005)
+        return args["i"]
+
+    limits = Limits(compute_ms=2_000, max_wall_ms=10_000, max_parallel_sub_calls=2)
+    program = "import asyncio\nreturn await asyncio.gather(*(tools.probe(i=i) for i in range(8)))"
+    result = await run(rt, program, bindings={"tools.probe": probe}, limits=limits)
+    assert result.value == list(range(8))
+    assert started == list(range(8))
+
+
 async def test_a_failed_binding_raises_tool_call_error_in_the_program(
     rt: SubprocessRuntime,
 ) -> None:
