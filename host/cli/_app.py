@@ -29,10 +29,11 @@ from host.cli._mcp import (
 from host.cli._session_log import SessionLog
 from host.codemode import CodeModeConfig
 from host.tools import ToolDefinition, ToolRegistry, ToolResult, ToolsConfig
-from runtime import Limits, RunResult, RunStats
+from runtime import Limits, RunResult, RunStats, RuntimeUsageError
 
 if TYPE_CHECKING:
     from host.mcp import McpServerSpec
+    from host.sandbox import SubprocessRuntime
 
 __all__ = ("app",)
 
@@ -55,6 +56,45 @@ BindingsOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+IsolationOption = Annotated[
+    str,
+    typer.Option(
+        help="auto (namespaces where the kernel allows, else process), namespaces or process."
+    ),
+]
+MaxProcessesOption = Annotated[
+    int,
+    typer.Option(min=4, help="Processes + threads a run may have (needs a pids cgroup)."),
+]
+NoCgroupsOption = Annotated[
+    bool, typer.Option("--no-cgroups", help="Do not give runs cgroups of their own.")
+]
+
+
+@dataclass(frozen=True)
+class _RuntimeOptions:
+    """How ``dsh-code`` makes its ``SubprocessRuntime``."""
+
+    isolation: str = "auto"
+    max_processes: int = 1024
+    use_cgroups: bool = True
+
+    @classmethod
+    def checked(cls, isolation: str, max_processes: int, no_cgroups: bool) -> _RuntimeOptions:
+        if isolation not in ("auto", "namespaces", "process"):
+            raise _fail_usage(f"--isolation must be auto, namespaces or process, not {isolation!r}")
+        return cls(isolation, max_processes, not no_cgroups)
+
+    def runtime(self) -> SubprocessRuntime:
+        from host.sandbox import SubprocessRuntime
+
+        return SubprocessRuntime(
+            isolation=self.isolation,
+            max_processes=self.max_processes,
+            use_cgroups=self.use_cgroups,
+        )
 
 
 def _fail_usage(message: str) -> typer.Exit:
@@ -199,10 +239,14 @@ def run(
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
     mcp_timeout_ms: McpTimeoutOption = 60_000,
+    isolation: IsolationOption = "auto",
+    max_processes: MaxProcessesOption = 1024,
+    no_cgroups: NoCgroupsOption = False,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     if policy not in ("python", "restricted"):
         raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
+    runtime_options = _RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     if yes and no:
         raise _fail_usage("--yes and --no exclude each other")
     source = _read_program(program)
@@ -228,10 +272,18 @@ def run(
             preflight_check=check,
         )
         plan = _RunPlan(
-            source, loaded, config, json_output, session, decide, servers, mcp_timeout_ms
+            source,
+            loaded,
+            config,
+            json_output,
+            session,
+            decide,
+            servers,
+            mcp_timeout_ms,
+            runtime_options,
         )
         result = anyio.run(_run, plan)
-    except McpUsageError as exc:
+    except (McpUsageError, RuntimeUsageError) as exc:
         raise _fail_usage(str(exc)) from None
     finally:
         if session is not None:
@@ -253,6 +305,7 @@ class _RunPlan:
     decide: bool | None
     mcp: list[McpServerSpec]
     mcp_timeout_ms: int
+    runtime: _RuntimeOptions
 
 
 async def _run(plan: _RunPlan) -> RunResult:
@@ -263,7 +316,6 @@ async def _run(plan: _RunPlan) -> RunResult:
 
 async def _run_program(plan: _RunPlan, registry: ToolRegistry) -> RunResult:
     from host.codemode import CodeMode
-    from host.sandbox import SubprocessRuntime
 
     source, config, json_output, session = plan.source, plan.config, plan.json_output, plan.session
     out = Console(highlight=False, soft_wrap=True)
@@ -291,7 +343,7 @@ async def _run_program(plan: _RunPlan, registry: ToolRegistry) -> RunResult:
     def on_progress(stats: RunStats) -> None:
         status.stats = stats
 
-    async with SubprocessRuntime() as runtime:
+    async with plan.runtime.runtime() as runtime:
         codemode = CodeMode(registry, runtime, config)
         live_wanted = not json_output and err.is_terminal
         with (
@@ -455,6 +507,9 @@ def mcp_command(
     yes: Annotated[
         bool, typer.Option("--yes", help="Allow every 'ask' (otherwise each is denied).")
     ] = False,
+    isolation: IsolationOption = "auto",
+    max_processes: MaxProcessesOption = 1024,
+    no_cgroups: NoCgroupsOption = False,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     import contextlib
@@ -463,6 +518,7 @@ def mcp_command(
         raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
     if not bindings and not mcp and mcp_config is None:
         raise _fail_usage("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
+    runtime_options = _RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     from host.mcp import McpUnavailableError, require_mcp
 
     try:
@@ -481,20 +537,19 @@ def mcp_command(
     async def serve_all() -> None:
         from host.codemode import CodeMode
         from host.mcp import McpServeConfig, serve
-        from host.sandbox import SubprocessRuntime
 
         with contextlib.redirect_stdout(sys.stderr):  # setup_registry hooks may print
             registry = _registry(loaded, yes)
         async with (
             open_mcp(servers, registry, mcp_timeout_ms),
-            SubprocessRuntime() as runtime,
+            runtime_options.runtime() as runtime,
         ):
             codemode = CodeMode(registry, runtime, config)
             await serve(codemode, McpServeConfig(http_port=http))
 
     try:
         anyio.run(serve_all)
-    except (McpUsageError, OSError) as exc:
+    except (McpUsageError, RuntimeUsageError, OSError) as exc:
         raise _fail_usage(str(exc)) from None
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_OK) from None

@@ -146,6 +146,8 @@ def test_max_tool_calls_and_parallel_flags(tmp_path: Path, bindings: Path) -> No
         (["run", "-", "--policy", "lenient"], "--policy must be"),
         (["run", "-", "--compute-ms", "0"], "compute-ms"),
         (["run", "-", "--yes", "--no"], "exclude each other"),
+        (["run", "-", "--isolation", "vm"], "--isolation must be"),
+        (["run", "-", "--max-processes", "2"], "max-processes"),
         (["sdk", "--lang", "rust"], "--lang must be"),
         (["tools", "--format", "xml"], "--format must be"),
     ],
@@ -155,6 +157,17 @@ def test_usage_errors_exit_2_without_a_traceback(args: list[str], needle: str) -
     assert result.exit_code == 2
     assert needle in result.output
     assert "Traceback" not in result.output
+
+
+def test_isolation_and_cgroup_flags_reach_the_runtime(tmp_path: Path, bindings: Path) -> None:
+    program = (
+        "import os\n"
+        "return [os.path.exists('/proc/1/environ') and os.getpid() != 1, "
+        "'dsh-code-' in open('/proc/self/cgroup').read()]"
+    )
+    code, out = _json(tmp_path, bindings, program, "--isolation", "process", "--no-cgroups")
+    assert code == 0, out
+    assert out["value"] == [True, False]  # the host's PID 1 shows; no cgroup of ours
 
 
 def test_a_bindings_file_that_fails_to_import_is_a_usage_error(tmp_path: Path) -> None:
