@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import FrameWriter, close_fd, read_some
@@ -40,6 +41,9 @@ from runtime._wire import (
 __all__ = ("Run", "RunOptions", "default_workdir_root")
 
 _log = logging.getLogger("host.sandbox")
+#: A binding call waiting for a worker: id, name, the binding, its arguments.
+_QueuedCall = tuple[int, str, Any, Any]
+_CallStreams = tuple[MemoryObjectSendStream[_QueuedCall], MemoryObjectReceiveStream[_QueuedCall]]
 
 _decoder = msgspec.json.Decoder(Call | Compiled | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
@@ -122,9 +126,7 @@ class Run:
         self._writer = FrameWriter(slot.fds["to_child"])
         # Calls are served by up to max_parallel_sub_calls worker tasks, started as needed
         # and fed in arrival order: a task per call costs more than the rest of the call.
-        self._calls_in, self._calls_out = anyio.create_memory_object_stream[
-            tuple[int, str, Any, Any]
-        ](math.inf)
+        self._calls: _CallStreams | None = None  # made at the first call
         self._workers = 0
         self._cpu_ns = 0
         self._cpu_base = 0
@@ -337,13 +339,16 @@ class Run:
             )
             return
         self._in_flight += 1
+        if self._calls is None:
+            self._calls = anyio.create_memory_object_stream[_QueuedCall](math.inf)
+        calls_in, calls_out = self._calls
         if (
             self._workers < self.limits.max_parallel_sub_calls
-            and self._calls_in.statistics().tasks_waiting_receive == 0
+            and calls_in.statistics().tasks_waiting_receive == 0
         ):
             self._workers += 1
-            self._tg.start_soon(self._serve_calls)
-        self._calls_in.send_nowait((call.id, call.name, binding, args))
+            self._tg.start_soon(self._serve_calls, calls_out)
+        calls_in.send_nowait((call.id, call.name, binding, args))
 
     def _on_done(self, done: Done) -> None:
         if not done.has_value:
@@ -408,9 +413,9 @@ class Run:
             )
         )
 
-    async def _serve_calls(self) -> None:
+    async def _serve_calls(self, calls: MemoryObjectReceiveStream[_QueuedCall]) -> None:
         """A worker: serves calls one at a time until the run settles."""
-        async for call_id, name, binding, args in self._calls_out:
+        async for call_id, name, binding, args in calls:
             try:
                 reply = await self._call_binding(call_id, name, binding, args)
             finally:
@@ -572,8 +577,9 @@ class Run:
         return tree_cpu_ns(self.pid) if self.pid is not None else 0
 
     async def _cleanup(self) -> None:
-        self._calls_in.close()
-        self._calls_out.close()
+        if self._calls is not None:
+            for stream in self._calls:
+                stream.close()
         cgroup = self.slot.cgroup
         if self.pid is not None and cgroup is not None:
             self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)
