@@ -282,7 +282,16 @@ class RunCgroup:
         if limit == self._memory_limit:
             return
         if "memory" in self.paths:
-            _write(self.paths["memory"] + "/memory.limit_in_bytes", str(limit))
+            memory = self.paths["memory"] + "/memory.limit_in_bytes"
+            with_swap = self.paths["memory"] + "/memory.memsw.limit_in_bytes"
+            # memory + swap must stay >= memory: raise it first, lower it last (a new
+            # cgroup starts unlimited, so its first limit lowers both)
+            order = [memory, with_swap]
+            if self._memory_limit is not None and limit > self._memory_limit:
+                order.reverse()
+            for path in order:
+                if path == memory or os.path.exists(path):
+                    _write(path, str(limit))
         elif os.path.exists(self.paths.get("unified", "") + "/memory.max"):
             _write(self.paths["unified"] + "/memory.max", str(limit))
             with contextlib.suppress(OSError):

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from host.sandbox._cgroup import CgroupSet, Hierarchy, parse_hierarchies
+from host.sandbox._cgroup import MEMORY_HEADROOM, CgroupSet, Hierarchy, parse_hierarchies
 from runtime import Limits, RunRequest
 from tests.host.sandbox.conftest import our_cgroups
 
@@ -102,6 +102,25 @@ async def test_a_run_is_in_a_cgroup_of_its_own(crt: SubprocessRuntime, isolation
         assert all(line.endswith(":/") for line in lines), lines
     else:
         assert any("/dsh-code-" in line and "/run-" in line for line in lines), lines
+
+
+@needs_cgroups
+def test_a_reused_cgroup_takes_a_higher_or_lower_memory_cap() -> None:
+    made, _ = CgroupSet.create(64)
+    assert made is not None
+    try:
+        cgroup = made.new_run()
+        for heap_mb in (512, 64, 1024, 32):
+            cgroup.limit_memory(heap_mb << 20)
+            expected = (heap_mb << 20) + MEMORY_HEADROOM
+            for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.max"):
+                for path in cgroup.paths.values():
+                    if os.path.exists(f"{path}/{name}"):
+                        with open(f"{path}/{name}") as f:
+                            assert int(f.read()) == expected, name
+        made.release(cgroup)
+    finally:
+        made.close()
 
 
 @needs_cgroups
