@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any, NoReturn, SupportsIndex
+import math
+from collections.abc import Callable, Iterable
+from typing import Any, Final, NoReturn, SupportsIndex
 
 __all__ = ("FrozenDict", "FrozenList", "canonical_json", "freeze", "thaw")
 
@@ -44,6 +45,18 @@ class FrozenList(list[Any]):
         return (list, (list(self),))
 
 
+_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+_PLAIN: Final = frozenset({dict, list, FrozenDict, FrozenList})
+
+
+def _is_flat(value: dict[str, Any] | list[Any]) -> bool:
+    """True for a plain or frozen container whose children are all JSON scalars."""
+    if type(value) not in _PLAIN:  # a subclass may iterate its own way: take the general path
+        return False
+    children = value.values() if isinstance(value, dict) else value
+    return all(type(child) in _LEAVES for child in children)
+
+
 def _copy_tree(value: Any, dict_type: type[dict[str, Any]], list_type: type[list[Any]]) -> Any:
     """Deep-copy dicts and lists into the given container types, without recursion.
 
@@ -51,6 +64,8 @@ def _copy_tree(value: Any, dict_type: type[dict[str, Any]], list_type: type[list
     """
     if not isinstance(value, dict | list):
         return value
+    if _is_flat(value):  # no container inside: one shallow copy is the whole deep copy
+        return dict_type(value) if isinstance(value, dict) else list_type(value)
     memo: dict[int, Any] = {}
 
     def new(src: Any) -> Any:
@@ -80,9 +95,12 @@ def _copy_tree(value: Any, dict_type: type[dict[str, Any]], list_type: type[list
 
 def freeze(value: Any) -> Any:
     """Return a deep, read-only copy of a JSON-like value (dicts and lists become frozen)."""
-    if type(value) in (FrozenDict, FrozenList):
+    if type(value) in _KEPT:  # already frozen, or a leaf ``_copy_tree`` would return as it is
         return value
     return _copy_tree(value, FrozenDict, FrozenList)
+
+
+_KEPT: Final = _LEAVES | {FrozenDict, FrozenList}
 
 
 def thaw(value: Any) -> Any:
@@ -92,13 +110,35 @@ def thaw(value: Any) -> Any:
 
 _ENTER, _EXIT, _TEXT = 0, 1, 2
 
+# What ``json.dumps`` would build per call; an encoder keeps no state between ``encode`` calls.
+_ENCODERS: Final = {
+    sort_keys: json.JSONEncoder(
+        sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+    )
+    for sort_keys in (False, True)
+}
+
+
+def _float_text(value: float) -> str:
+    """A float as the encoder writes it (``NaN`` and ``Infinity`` included)."""
+    return float.__repr__(value) if math.isfinite(value) else _ENCODERS[True].encode(value)
+
+
+_SCALARS: Final[dict[type, Callable[[Any], str]]] = {
+    type(None): lambda _value: "null",
+    bool: lambda value: "true" if value else "false",
+    int: int.__repr__,  # the C encoder's own choice (it raises the same ValueError for huge ints)
+    float: _float_text,
+}
+
 
 def canonical_json(value: Any, *, sort_keys: bool = True) -> str:
     """Return compact JSON text (keys sorted by default); a cycle prints as ``"<cycle>"``."""
     try:  # the C encoder is exact for plain JSON; deep, cyclic or odd values take the slow path
-        return json.dumps(
-            value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=True
-        )
+        scalar = _SCALARS.get(type(value))
+        if scalar is not None:  # what the encoder writes for these, without building one
+            return scalar(value)
+        return _ENCODERS[bool(sort_keys)].encode(value)
     except (RecursionError, TypeError, ValueError):
         return _canonical_slow(value, sort_keys)
 

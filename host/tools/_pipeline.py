@@ -161,9 +161,12 @@ class Invocation:
         )
 
     async def _pre_execute(self) -> ToolResult | None:
+        hooks = self.registry._hooks.pre_execute()
+        if not hooks:  # the decision stays Allow: nothing to ask, nothing to deny
+            return None
         decision: Decision = Allow()
         try:
-            for hook in self.registry._hooks.pre_execute():
+            for hook in hooks:
                 new = await _maybe_await(hook(self.call, decision))
                 if new is not None:
                     if not isinstance(new, Allow | Deny | Ask):
@@ -212,7 +215,9 @@ class Invocation:
         """Run the execute wrappers around the body (dispatch + normalize)."""
         if self.result is not None:
             return
-        wrappers = self.registry._hooks.wrappers()
+        definition = self.call.definition
+        assert definition is not None
+        wrappers = self.registry._hooks.wrappers(timed=definition.timeout_ms is not None)
 
         def layer(index: int, call: ToolCall) -> NextFn:
             async def next_(signal: AbortSignal | None = None) -> ToolResult:
@@ -227,7 +232,10 @@ class Invocation:
             return next_
 
         try:
-            result = await layer(0, self.call)()
+            if wrappers:
+                result = await layer(0, self.call)()
+            else:  # what the innermost layer would run, without building the chain
+                result = await self._body(self.call.signal)
         except Exception as exc:
             result = ToolResult.failure(
                 ErrorCode.TOOL_ERROR,
@@ -326,13 +334,17 @@ class Invocation:
         if contexts:
             result = result.replace(additional_contexts=[*result.additional_contexts, *contexts])
         self.result = result
-        self.registry._events.emit("result", ToolResultEvent(self.call, result))
+        events = self.registry._events
+        if events.observed("result"):
+            events.emit("result", ToolResultEvent(self.call, result))
         return result
 
     async def _post_execute(self, result: ToolResult) -> ToolResult:
         for hook in self.registry._hooks.post_execute():
             try:
-                decision = await _maybe_await(hook(self.call, result))
+                decision = hook(self.call, result)
+                if decision is not None and inspect.isawaitable(decision):
+                    decision = await decision
                 if decision is None:
                     continue
                 if not isinstance(decision, PostDecision):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -63,6 +64,14 @@ async def timeout_policy(call: ToolCall, next_: NextFn) -> ToolResult:
     return result
 
 
+@functools.lru_cache(maxsize=1024)
+def _tracks(name: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """The reminder's name filter; pure, so cached (each call runs up to two pattern scans)."""
+    if include and not any(fnmatch.fnmatchcase(name, p) for p in include):
+        return False
+    return not any(fnmatch.fnmatchcase(name, p) for p in exclude)
+
+
 @dataclass(frozen=True, slots=True)
 class RepeatReminderConfig:
     """Settings of the repeat-tool reminder."""
@@ -107,9 +116,10 @@ class RepeatToolReminder:
     def tracks(self, name: str) -> bool:
         """True when calls to ``name`` take part in the chain."""
         include, exclude = self.config.include, self.config.exclude
-        if include and not any(fnmatch.fnmatchcase(name, p) for p in include):
-            return False
-        return not any(fnmatch.fnmatchcase(name, p) for p in exclude)
+        try:
+            return _tracks(name, include, exclude)
+        except TypeError:  # unhashable pattern lists: match without the cache
+            return _tracks.__wrapped__(name, include, exclude)
 
     def reset(self, scope: Any) -> None:
         """Forget the chain of an agent scope (a user prompt arrived)."""

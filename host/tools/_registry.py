@@ -135,37 +135,51 @@ class Scope:
 
 
 class _Hooks:
-    """Ordered hook lists with disposers."""
+    """Ordered hook lists with disposers; each kind's snapshot is kept until the list changes."""
 
     def __init__(self) -> None:
         self._seq = itertools.count()
-        self._lists: dict[str, list[tuple[int, int, Any]]] = {}
+        self._lists: dict[str, list[tuple[int, int, Any, bool]]] = {}
+        self._snapshots: dict[tuple[str, bool], tuple[Any, ...]] = {}
 
-    def add(self, kind: str, fn: Any, order: int) -> Disposer:
-        entry = (order, next(self._seq), fn)
+    def add(self, kind: str, fn: Any, order: int, *, skip_untimed: bool = False) -> Disposer:
+        """Add ``fn``; ``skip_untimed``: it only matters for a tool with a ``timeout_ms``."""
+        entry = (order, next(self._seq), fn, skip_untimed)
         entries = self._lists.setdefault(kind, [])
         entries.append(entry)
         entries.sort(key=lambda item: (item[0], item[1]))
+        self._forget(kind)
 
         def dispose() -> None:
             if entry in entries:
                 entries.remove(entry)
+                self._forget(kind)
 
         return dispose
 
-    def _get(self, kind: str) -> list[Any]:
-        return [entry[2] for entry in self._lists.get(kind, ())]
+    def _forget(self, kind: str) -> None:
+        for untimed in (False, True):
+            self._snapshots.pop((kind, untimed), None)
 
-    def pre_execute(self) -> list[Any]:
+    def _get(self, kind: str, untimed: bool = False) -> tuple[Any, ...]:
+        # Every call used to copy the list; an immutable snapshot rebuilt on change is the same.
+        snapshot = self._snapshots.get((kind, untimed))
+        if snapshot is None:
+            entries = self._lists.get(kind, ())
+            snapshot = tuple(fn for _, _, fn, skip in entries if not (untimed and skip))
+            self._snapshots[kind, untimed] = snapshot
+        return snapshot
+
+    def pre_execute(self) -> tuple[Any, ...]:
         return self._get("pre")
 
-    def guards(self) -> list[Any]:
+    def guards(self) -> tuple[Any, ...]:
         return self._get("guard")
 
-    def wrappers(self) -> list[Any]:
-        return self._get("wrap")
+    def wrappers(self, *, timed: bool = True) -> tuple[Any, ...]:
+        return self._get("wrap", untimed=not timed)
 
-    def post_execute(self) -> list[Any]:
+    def post_execute(self) -> tuple[Any, ...]:
         return self._get("post")
 
 
@@ -184,6 +198,10 @@ class _Events:
                 observers.remove(callback)
 
         return dispose
+
+    def observed(self, name: str) -> bool:
+        """True when ``name`` has at least one observer (so its payload is worth building)."""
+        return bool(self._observers.get(name))
 
     def emit(self, name: str, payload: Any) -> None:
         for callback in list(self._observers.get(name, ())):
@@ -216,7 +234,8 @@ class ToolRegistry:
 
     def _install_plugins(self) -> None:
         if self.config.timeout_policy:
-            self.wrap_execute(timeout_policy, order=-1000)
+            # Without a tool's timeout_ms the policy only calls next(): skip it for such tools.
+            self._hooks.add("wrap", timeout_policy, -1000, skip_untimed=True)
         if self.config.repeat_reminder is not None:
             self.reminder = RepeatToolReminder(self.config.repeat_reminder)
             self.reminder.install(self)

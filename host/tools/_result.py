@@ -50,8 +50,8 @@ _ERROR_NAMES: Final = {
 
 def normalize_content(content: Any) -> FrozenList:
     """Turn a string, one part or a list of parts into a frozen list of content parts."""
-    if isinstance(content, str):
-        return freeze([{"type": "text", "text": content}])  # type: ignore[no-any-return]
+    if isinstance(content, str):  # built frozen at once: the same as freezing the plain list
+        return FrozenList([FrozenDict(type="text", text=content)])
     if isinstance(content, Mapping):
         content = [content]
     if not isinstance(content, Sequence):

@@ -151,9 +151,50 @@ def validate(node: Node, value: Any) -> str | None:
 
     Uses memory proportional to the value's size, never the Python call stack.
     """
-    if isinstance(node, String | Number | Integer | Boolean | Null):  # fast path: one leaf
+    if _is_leaf(node, value):  # fast path: one leaf
         expected = _check_scalar(node, value)
         return None if expected is None else _fail(None, expected, value)
+    if isinstance(node, Object) and _flat_object_valid(node, value):
+        return None
+    return _walk(node, value)
+
+
+def _is_leaf(node: Node, value: Any) -> bool:
+    """True when ``_visit`` would only run ``_check_scalar`` on this pair (no children)."""
+    if isinstance(node, String | Number | Integer | Boolean | Null):
+        return True
+    return isinstance(node, Json) and not isinstance(value, dict | list)
+
+
+def _flat_object_valid(node: Object, value: Any) -> bool:
+    """True when ``value`` is an object whose every property is a valid leaf (common tool args)."""
+    # False means "not known": the full walk then finds the first error. The checks run in the
+    # walk's own order, so whatever they raise, the walk would raise at the same point.
+    if not isinstance(value, dict):
+        return False
+    for key in value:
+        if not isinstance(key, str):
+            return False
+    for key, _ in node.properties:
+        if key in node.required_names and key not in value:
+            return False
+    extra, props = node.additional_properties, node.property_map
+    pairs: list[tuple[Node, Any]] = []
+    for key, item in value.items():
+        child = props.get(key)
+        if child is None:
+            if extra is False:
+                return False
+            child = _ANY if extra is True else extra
+        pairs.append((child, item))
+    for child, item in pairs:
+        if not _is_leaf(child, item) or _check_scalar(child, item) is not None:
+            return False
+    return True
+
+
+def _walk(node: Node, value: Any) -> str | None:
+    """The general validator: an explicit work stack over containers and ``oneOf`` branches."""
     root = _Branch(None)
     on_path: set[int] = set()
     stack: list[tuple[Any, ...]] = [(_CHECK, node, value, None, root)]
