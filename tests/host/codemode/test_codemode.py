@@ -328,3 +328,29 @@ async def test_images_from_calls_are_attached_after_the_run(
     assert content[0]["type"] == "text" and '{"kind":"png"}' in content[0]["text"]
     assert content[1:] == [{"type": "image", "data": PIXEL, "mime_type": "image/png"}] * 2
     assert result["value"]["result"] == [{"kind": "png"}] * 2
+
+
+async def test_tools_registered_disposed_or_masked_between_runs_are_seen(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    registry, codemode = setup
+    program = "return sorted(n for n in dir(tools) if not n.startswith('_'))"
+    before = (await codemode.run(program)).to_dict()["value"]["result"]
+    assert "add" in before and "shout" not in before
+
+    @tool
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    dispose = registry.register(shout)
+    added = await codemode.run("return await tools.shout(text='hi')")
+    assert added.to_dict()["value"]["result"] == "HI"
+    assert "shout" in codemode.sdk().names.values()
+    dispose()
+    assert (await codemode.run(program)).to_dict()["value"]["result"] == before
+    agent = registry.agent_scope()
+    agent.restrict(deny=["add"])
+    masked = (await codemode.run(program, scope=agent)).to_dict()["value"]["result"]
+    assert masked == [n for n in before if n != "add"]
+    assert (await codemode.run(program)).to_dict()["value"]["result"] == before
