@@ -227,7 +227,8 @@ class CgroupSet:
     def release(self, cgroup: RunCgroup) -> None:
         """Keep a run's cgroup for a later child once it is empty, else remove it later."""
         self._leftover = [c for c in self._leftover if not c.remove()]
-        if cgroup.populated():
+        if cgroup.populated():  # a run that outlived its settle timeout, or a discarded spare
+            cgroup.kill()
             if not cgroup.remove():
                 self._leftover.append(cgroup)
             return
