@@ -208,6 +208,9 @@ class SubprocessRuntime:
         return RunResult(logs=[], error=error, stats=stats)
 
     async def _ensure_template(self) -> TemplateProcess:
+        template = self._template
+        if template is not None and template.alive:
+            return template  # the common case: no lock (taking one yields to the event loop)
         if self._template_lock is None:
             self._template_lock = anyio.Lock()
         async with self._template_lock:
