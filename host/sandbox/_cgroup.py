@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-__all__ = ("CgroupSet", "RunCgroup", "parse_hierarchies")
+__all__ = ("CgroupSet", "RunCgroup", "parse_hierarchies", "runtime_prefix")
 
 #: Memory a run may use beyond ``max_heap_mb``: its interpreter's copied pages, stacks,
 #: page tables and kernel memory, across the up to three processes of a namespaced child.
@@ -93,17 +93,35 @@ def _read(path: str) -> str:
         return f.read()
 
 
+def _pid_namespace() -> str:
+    """This process's PID namespace (its inode number), or "0" if unknown."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def runtime_prefix(pid: int | None = None) -> str:
+    """How the cgroups of a runtime in process ``pid`` (default: this one) are named.
+
+    The PID namespace is part of the name: a pid means nothing in another one (processes
+    in two containers may share a parent cgroup).
+    """
+    return f"dsh-code-{_pid_namespace()}-{os.getpid() if pid is None else pid}-"
+
+
 def _remove_stale(own: str) -> None:
-    """Remove the empty cgroups of runtimes whose process is gone (best effort)."""
+    """Remove the empty cgroups of runtimes of this PID namespace whose process is gone."""
+    ours = f"dsh-code-{_pid_namespace()}-"
     with contextlib.suppress(OSError):
         for name in os.listdir(own):
-            if not name.startswith("dsh-code-"):
+            if not name.startswith(ours):
                 continue
             try:
-                pid = int(name.split("-")[2])
+                pid = int(name[len(ours) :].split("-")[0])
                 os.kill(pid, 0)
                 continue  # its runtime is alive
-            except (ValueError, IndexError):
+            except ValueError:
                 continue
             except ProcessLookupError:
                 pass
@@ -141,7 +159,7 @@ class CgroupSet:
             return None, f"cannot read this process's cgroups: {exc}"
         if not hierarchies:
             return None, "no cgroup hierarchy is mounted"
-        name = f"dsh-code-{os.getpid()}-{next(_counter)}"
+        name = f"{runtime_prefix()}{next(_counter)}"
         bases: dict[str, str] = {}
         problems: list[str] = []
         for h in hierarchies:

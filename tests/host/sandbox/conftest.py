@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from host.sandbox._cgroup import parse_hierarchies
+from host.sandbox._cgroup import parse_hierarchies, runtime_prefix
 from host.sandbox._run import default_workdir_root
 
 
@@ -23,7 +23,7 @@ def our_cgroups() -> list[str]:
     """The cgroup directories runtimes of this test process made and have not removed."""
     with open("/proc/self/mountinfo") as m, open("/proc/self/cgroup") as c:
         hierarchies = parse_hierarchies(m.read(), c.read())
-    prefix = f"dsh-code-{os.getpid()}-"
+    prefix = runtime_prefix()
     found = []
     for h in hierarchies:
         try:

@@ -10,7 +10,13 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from host.sandbox._cgroup import MEMORY_HEADROOM, CgroupSet, Hierarchy, parse_hierarchies
+from host.sandbox._cgroup import (
+    MEMORY_HEADROOM,
+    CgroupSet,
+    Hierarchy,
+    parse_hierarchies,
+    runtime_prefix,
+)
 from runtime import Limits, RunRequest
 from tests.host.sandbox.conftest import our_cgroups
 
@@ -101,7 +107,7 @@ async def test_a_run_is_in_a_cgroup_of_its_own(crt: SubprocessRuntime, isolation
         # its cgroup namespace is rooted at the run's cgroup: no host path shows
         assert all(line.endswith(":/") for line in lines), lines
     else:
-        assert any("/dsh-code-" in line and "/run-" in line for line in lines), lines
+        assert any(f"/{runtime_prefix()}" in line and "/run-" in line for line in lines), lines
 
 
 @needs_cgroups
@@ -194,10 +200,17 @@ async def test_cgroups_of_a_runtime_whose_process_died_are_removed(workdir_root:
         own = parse_hierarchies(m.read(), c.read())[0].own
     dead = psutil.Popen(["true"])
     dead.wait()
-    stale = os.path.join(own, f"dsh-code-{dead.pid}-1")
+    stale = os.path.join(own, f"{runtime_prefix(dead.pid)}1")
+    # a runtime in another PID namespace: its pid means nothing here, so it is left alone
+    foreign = os.path.join(own, f"dsh-code-1-{dead.pid}-1")
     os.makedirs(os.path.join(stale, "run-2"))
-    async with SubprocessRuntime(workdir_root=workdir_root):
-        assert not os.path.exists(stale)
+    os.makedirs(foreign)
+    try:
+        async with SubprocessRuntime(workdir_root=workdir_root):
+            assert not os.path.exists(stale)
+            assert os.path.exists(foreign)
+    finally:
+        os.rmdir(foreign)
 
 
 def test_max_processes_must_leave_room_for_a_child() -> None:
