@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -10,13 +11,40 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from host.sandbox._cgroup import parse_hierarchies, runtime_prefix
+from host.sandbox._cgroup import CgroupSet, parse_hierarchies, runtime_prefix
 from host.sandbox._run import default_workdir_root
 
 
 def open_fds() -> set[int]:
     """The host's open fds."""
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def live_children(pid: int) -> list[psutil.Process]:
+    """The live (not zombie) direct children of ``pid``; [] if it is gone. A child that exits
+    while we look is not counted (it is not live)."""
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    live = []
+    for child in children:
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                live.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return live
+
+
+@functools.cache
+def cgroups_here() -> tuple[tuple[str, ...], str]:
+    """What per-run cgroups give runs on this host, and why none if so (probed once)."""
+    made, why_not = CgroupSet.create(64)
+    if made is None:
+        return (), why_not
+    made.close()
+    return made.features, ""
 
 
 def our_cgroups() -> list[str]:

@@ -18,6 +18,7 @@ import psutil
 
 from host.sandbox import SubprocessRuntime
 from runtime import Binding, Limits, RunRequest, RunResult
+from tests.host.sandbox.conftest import live_children
 
 __all__ = (
     "HOSTILE",
@@ -187,14 +188,7 @@ async def probe_is_clean(rt: SubprocessRuntime) -> None:
     spares: int = getattr(rt, "_prefork", 1)
     end = time.monotonic() + 3
     while True:
-        try:
-            tree = [
-                p
-                for p in psutil.Process(template.pid).children()
-                if p.status() != psutil.STATUS_ZOMBIE
-            ]
-        except psutil.NoSuchProcess:
-            tree = []
+        tree = live_children(template.pid)
         if len(tree) <= spares or time.monotonic() > end:
             break
         await anyio.sleep(0.02)

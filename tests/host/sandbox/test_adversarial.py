@@ -14,9 +14,9 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from host.sandbox._cgroup import CgroupSet
 from runtime import Limits, RunRequest, RunResult
 from runtime._contain import landlock_abi
+from tests.host.sandbox.conftest import cgroups_here
 from tests.host.sandbox.hostile import (
     HOSTILE,
     PROC_HELPERS,
@@ -43,10 +43,7 @@ NO_PID_NAMESPACE = (
 #: /proc/<pid>/mem, fdinfo and fd of processes outside the domain from ABI 1, signals from 6.
 LANDLOCK_ABI = landlock_abi()
 #: What per-run cgroups give runs on this host (what SubprocessRuntime() would use).
-_PROBE, WHY_NOT_CGROUPS = CgroupSet.create(64)
-RUNTIME_CGROUPS = _PROBE.features if _PROBE is not None else ()
-if _PROBE is not None:
-    _PROBE.close()
+RUNTIME_CGROUPS, WHY_NOT_CGROUPS = cgroups_here()
 
 
 def gap(

@@ -18,7 +18,7 @@ from host.sandbox._cgroup import (
     runtime_prefix,
 )
 from runtime import Limits, RunRequest
-from tests.host.sandbox.conftest import our_cgroups
+from tests.host.sandbox.conftest import cgroups_here, our_cgroups
 
 HYBRID_MOUNTINFO = """\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -72,15 +72,7 @@ def test_a_hierarchy_a_process_cannot_join_is_refused(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
 
 
-def _cgroups_here() -> str:
-    made, why_not = CgroupSet.create(64)
-    if made is None:
-        return why_not
-    made.close()
-    return ""
-
-
-WHY_NOT = _cgroups_here()
+WHY_NOT = cgroups_here()[1]
 needs_cgroups = pytest.mark.skipif(bool(WHY_NOT), reason=f"no cgroups here: {WHY_NOT}")
 pytestmark = pytest.mark.anyio
 

@@ -585,9 +585,8 @@ async def test_caller_mistakes_raise_clearly(rt: SubprocessRuntime) -> None:
 
 
 async def test_two_hundred_runs_leave_nothing_behind(rt: SubprocessRuntime) -> None:
-    import psutil
 
-    from tests.host.sandbox.conftest import open_fds
+    from tests.host.sandbox.conftest import live_children, open_fds
 
     await run(rt, "1")  # starts the template, which holds one socket for the runtime's life
     fds = len(open_fds())
@@ -597,14 +596,8 @@ async def test_two_hundred_runs_leave_nothing_behind(rt: SubprocessRuntime) -> N
     assert len(open_fds()) == fds  # the same count: a spare's pipes change numbers, not count
     template = rt._template
     assert template is not None and template.pid is not None
-
-    def live_children() -> list[psutil.Process]:
-        return [
-            p for p in psutil.Process(template.pid).children() if p.status() != psutil.STATUS_ZOMBIE
-        ]
-
     with anyio.fail_after(5):  # killed children are reaped, the next spare is forked
-        while len(live := live_children()) != 1:
+        while len(live := live_children(template.pid)) != 1:
             await anyio.sleep(0.01)
     assert len(live) == 1  # the one spare, forked ahead
 

@@ -12,7 +12,7 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import Limits, RunRequest, RunResult
-from tests.host.sandbox.conftest import open_fds
+from tests.host.sandbox.conftest import live_children, open_fds
 
 FULL = os.environ.get("DSH_SOAK_FULL") == "1"
 RUNS = 2_000 if FULL else 150
@@ -76,12 +76,7 @@ def _template_children(rt: SubprocessRuntime) -> int:
     template = rt._template
     if template is None or template.pid is None:
         return 0
-    try:
-        return sum(
-            1 for p in psutil.Process(template.pid).children() if p.status() != psutil.STATUS_ZOMBIE
-        )
-    except psutil.NoSuchProcess:
-        return 0
+    return len(live_children(template.pid))
 
 
 def _threads() -> tuple[int, int]:
