@@ -581,13 +581,15 @@ class Run:
             for stream in self._calls:
                 stream.close()
         cgroup = self.slot.cgroup
-        if self.pid is not None and cgroup is not None:
+        alive = self.pid is not None and not self._exited.is_set()
+        if self.pid is not None and (alive or cgroup is not None):
+            # a last look (a cgroup counts its dead too; a tree walk only the living)
             self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)
+        if self.pid is not None and cgroup is not None:
             cgroup.kill()  # every process of the run, at once, however fast it forks
-        if self.pid is not None and not self._exited.is_set():
+        if self.pid is not None and alive:
             # The child is alive (it lingers after reporting), so every process the program
             # started is still in its tree: kill them all at once, then wait for its exit.
-            self._cpu_ns = max(self._cpu_ns, self._tree_cpu_ns() - self._cpu_base)
             watched = kill_tree(self.pid, self._pidfd, watch=True)
             with anyio.move_on_after(self.options.settle_timeout):
                 await self._wait_exited()
