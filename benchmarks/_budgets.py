@@ -44,7 +44,7 @@ from benchmarks._common import (
 )
 from benchmarks._peers import monty, monty_missing, worker_cpu_ms
 from host.sandbox import SubprocessRuntime
-from runtime import Limits, RunRequest
+from runtime import Limits, RunRequest, RunResult
 
 MARK = (
     "await bench.mark(t=time.clock_gettime(time.CLOCK_MONOTONIC), c=time.process_time() * 1000)\n"
@@ -173,6 +173,23 @@ async def _baseline(lengths: list[int]) -> Idle:
     return Idle(samples)
 
 
+async def _timed_run(
+    rt: SubprocessRuntime, row: Row, request: RunRequest, budget: str, idle: Idle
+) -> tuple[RunResult, bool, float, float]:
+    """Run ``request`` and count it in ``row`` (runs, error kinds, stopped by the ``budget``
+    named, host CPU); returns the result, whether it was so stopped, called and returned."""
+    c_start, t_call = host_cpu_ms(), mono()
+    r = await rt.run(request)
+    t_return = mono()
+    host = host_cpu_ms() - c_start - idle.cost((t_return - t_call) * 1000)
+    row.metrics["host CPU (ms)"].append(host)
+    row.facts["runs"] += 1
+    row.facts["error_kinds"][r.error.kind if r.error else "none"] += 1
+    stopped = r.error is not None and r.error.kind == "budget" and r.error.budget == budget
+    row.facts["stopped"] += stopped
+    return r, stopped, t_call, t_return
+
+
 async def _dsh_compute(
     rt: SubprocessRuntime, row: Row, *, program: str, rate: int, budget: int, idle: Idle, nproc: int
 ) -> None:
@@ -189,15 +206,7 @@ async def _dsh_compute(
         bindings={"bench.mark": mark, "bench.wait": wait},
         limits=Limits(compute_ms=budget, max_wall_ms=budget * 20 + 10_000),
     )
-    c_start, t_call = host_cpu_ms(), mono()
-    r = await rt.run(request)
-    t_return = mono()
-    host = host_cpu_ms() - c_start - idle.cost((t_return - t_call) * 1000)
-    row.facts["runs"] += 1
-    row.facts["error_kinds"][r.error.kind if r.error else "none"] += 1
-    stopped = r.error is not None and r.error.kind == "budget" and r.error.budget == "compute"
-    row.facts["stopped"] += stopped
-    row.metrics["host CPU (ms)"].append(host)
+    r, stopped, t_call, t_return = await _timed_run(rt, row, request, "compute", idle)
     if r.stats is None or not stopped:
         return
     billed = r.stats.compute_ms
@@ -219,17 +228,9 @@ async def _dsh_compute(
 
 async def _dsh_wall(rt: SubprocessRuntime, row: Row, program: str, budget: int, idle: Idle) -> None:
     request = RunRequest(program=program, limits=Limits(max_wall_ms=budget))
-    c_start, t_call = host_cpu_ms(), mono()
-    r = await rt.run(request)
-    t_return = mono()
-    host = host_cpu_ms() - c_start - idle.cost((t_return - t_call) * 1000)
-    row.facts["runs"] += 1
-    row.facts["error_kinds"][r.error.kind if r.error else "none"] += 1
-    stopped = r.error is not None and r.error.kind == "budget" and r.error.budget == "wall"
-    row.facts["stopped"] += stopped
+    r, stopped, t_call, t_return = await _timed_run(rt, row, request, "wall", idle)
     if r.error is None and isinstance(r.value, int):
         row.facts.setdefault("returned_pids", []).append(r.value)
-    row.metrics["host CPU (ms)"].append(host)
     if stopped:
         over = (t_return - (t_call + budget / 1000)) * 1000
         row.metrics["settle over, estimate (ms)"].append(over)
