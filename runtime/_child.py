@@ -41,6 +41,7 @@ from runtime._wire import (
     Done,
     Failed,
     FrameBuffer,
+    Prepare,
     Reply,
     ReplyError,
     Start,
@@ -58,7 +59,7 @@ _MAX_REPLY_FRAME = 1 << 31
 _MAX_MESSAGE = 64 * 1024
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_host_decoder = msgspec.json.Decoder(Start | Reply | ReplyError)
+_host_decoder = msgspec.json.Decoder(Prepare | Start | Reply | ReplyError)
 _raw_encoder = msgspec.json.Encoder()
 
 
@@ -119,6 +120,20 @@ class _Bridge:
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._frames = FrameBuffer(_MAX_REPLY_FRAME)
+        self._early: list[bytes] = []  # frames read with the one asked for (Start after Prepare)
+
+    def read_first(self, kind: type[msgspec.Struct]) -> Any:
+        """Block until the host's next frame, which must be a ``kind``; exit if it is not
+        (the host breaks the protocol only if it is gone or broken)."""
+        while not self._early:
+            data = os.read(self.fd_in, 1 << 20)
+            if not data:
+                os._exit(0)
+            self._early += self._frames.feed(data)
+        message = _host_decoder.decode(self._early.pop(0))
+        if not isinstance(message, kind):
+            os._exit(3)
+        return message
 
     def send(self, message: msgspec.Struct) -> None:
         _write_all(self._out, encode_frame(message))
@@ -134,7 +149,8 @@ class _Bridge:
             return
         if not data:  # the host went away: nothing can answer us any more
             _exit_now(0)
-        for body in self._frames.feed(data):
+        bodies, self._early = self._early + self._frames.feed(data), []
+        for body in bodies:
             message = _host_decoder.decode(body)
             future = self._pending.pop(getattr(message, "id", -1), None)
             if future is None or future.done():
@@ -170,14 +186,43 @@ def _write_all(fd: int, data: bytes) -> None:
 
 _bridge: _Bridge | None = None
 _max_output = 0
+_linger_after_report = True
+
+
+class _FlushTimeout(BaseException):
+    """A flush of the program's streams took too long (raised by our SIGALRM handler)."""
+
+
+#: How long the program's own streams may take to flush before the report goes anyway.
+_FLUSH_S = 0.05
 
 
 def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
+        except _FlushTimeout:
+            raise
         except BaseException:  # the program may have replaced or broken them
             pass
+
+
+def _stop_flushing(signum: int, frame: object) -> None:
+    raise _FlushTimeout
+
+
+def _flush_before_report() -> None:
+    """Flush what the program left buffered, as the host kills the run once it reads the
+    report; bounded, so a flush the program made hang does not hold the report back."""
+    try:
+        signal.signal(signal.SIGALRM, _stop_flushing)
+        signal.setitimer(signal.ITIMER_REAL, _FLUSH_S)
+        try:
+            _flush_streams()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except BaseException:  # _FlushTimeout, or the program broke signal handling
+        pass
 
 
 def _exit_now(code: int) -> None:
@@ -190,9 +235,13 @@ def _linger() -> None:
 
     We are the subreaper of whatever the program started; exiting now would hand those
     processes to the template. The host kills the whole tree at once, or closes the
-    bridge (EOF), and then we leave.
+    bridge (EOF), and then we leave. When the run's cgroup holds every process of the run
+    (``Prepare.linger`` is False) we leave at once instead: our exit, which takes a while
+    (freeing our memory), then overlaps the host's handling of the report.
     """
     _flush_streams()
+    if not _linger_after_report:
+        os._exit(0)
     assert _bridge is not None
     try:
         os.close(_bridge.fd_out)  # EOF after the report: a report that was lost shows as a death
@@ -229,6 +278,7 @@ def _fail(
             message = message[: _MAX_MESSAGE - 20] + "… [truncated]"
             tb = tb[-_MAX_MESSAGE:] if tb else tb
     assert _bridge is not None
+    _flush_before_report()
     _bridge.send(
         Failed(
             kind=kind, message=message, exception_type=exception_type, traceback=tb, lineno=lineno
@@ -302,34 +352,34 @@ def _make_binding(name: str, bridge: _Bridge) -> Any:
     return binding
 
 
-def _set_limits(start: Start) -> None:
-    data_now = 0
-    try:
-        with open("/proc/self/statm") as f:
-            fields = f.read().split()
-        data_now = int(fields[5]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
-        pass
-    heap = data_now + start.heap_bytes
-    resource.setrlimit(resource.RLIMIT_DATA, (heap, heap))
-    resource.setrlimit(resource.RLIMIT_CPU, (start.cpu_seconds, start.cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (start.file_bytes, start.file_bytes))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (start.open_files, start.open_files))
+def _prepare(prepare: Prepare, isolation: str) -> None:
+    """Contain this child in its run's directory and set the limits that do not depend on
+    the program."""
+    global _linger_after_report
+    _linger_after_report = prepare.linger
+    if isolation == "namespaces":
+        mount_workdir(prepare.workdir, prepare.file_bytes)
+    os.chdir(prepare.workdir)
+    landlock(prepare.workdir)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (prepare.file_bytes, prepare.file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (prepare.open_files, prepare.open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _read_start(fd: int) -> Start:
-    frames = FrameBuffer(_MAX_REPLY_FRAME)
-    while True:
-        data = os.read(fd, 1 << 20)
-        if not data:
-            os._exit(0)
-        bodies = frames.feed(data)
-        if bodies:
-            message = _host_decoder.decode(bodies[0])
-            if not isinstance(message, Start):
-                os._exit(3)
-            return message
+def _data_bytes() -> int:
+    """The data segment this child uses now (the heap cap is counted above it)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[5]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _set_limits(start: Start, data_base: int) -> None:
+    """The program's own limits: heap (above what the child used before it) and CPU."""
+    heap = data_base + start.heap_bytes
+    resource.setrlimit(resource.RLIMIT_DATA, (heap, heap))
+    resource.setrlimit(resource.RLIMIT_CPU, (start.cpu_seconds, start.cpu_seconds + 1))
 
 
 def _close_fds_except(keep: set[int]) -> None:
@@ -459,6 +509,7 @@ def child_main(
         if isolation == "namespaces":
             _enter_namespaces((0, 1, 2, ctl_in, ctl_out))
         _bridge = bridge = _Bridge(ctl_in, ctl_out)
+        _prepare(bridge.read_first(Prepare), isolation)
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(
             _CountingFile(1), encoding="utf-8", errors="backslashreplace", write_through=True
@@ -473,11 +524,8 @@ def child_main(
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         _warm_up(loop, bridge)
-        start = _read_start(ctl_in)  # a child forked ahead of time waits here
-        if isolation == "namespaces":
-            mount_workdir(start.workdir, start.file_bytes)
-        os.chdir(start.workdir)
-        landlock(start.workdir)
+        data_base = _data_bytes()  # what the program's inputs and code take counts as heap
+        start: Start = bridge.read_first(Start)  # a child forked ahead of time waits here
         _max_output = start.max_output_bytes
         namespace = _program_namespace(start, bridge)
         if start.code:
@@ -497,7 +545,7 @@ def child_main(
             start.source.splitlines(keepends=True),
             "<program>",
         )
-        _set_limits(start)
+        _set_limits(start, data_base)
     except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
         os.write(
             2, f"dsh-code child set-up failed: {exc!r} {getattr(exc, 'strerror', '')}\n".encode()
@@ -514,12 +562,9 @@ _WARM_START = Start(
     policy="python",
     inputs={"n": 1},
     bindings=["tools.warm"],
-    workdir="/",
     max_output_bytes=0,
     heap_bytes=0,
     cpu_seconds=0,
-    file_bytes=0,
-    open_files=0,
 )
 
 
@@ -562,6 +607,7 @@ def _run(loop: asyncio.AbstractEventLoop, func: Any, bridge: _Bridge) -> None:
         _report_exception(exc)
         return
     if value is _ABSENT:
+        _flush_before_report()
         bridge.send(Done(has_value=False, value=msgspec.Raw(b"null")))
         _linger()
     try:
@@ -577,6 +623,7 @@ def _run(loop: asyncio.AbstractEventLoop, func: Any, bridge: _Bridge) -> None:
             f"the result ({len(raw)} bytes of JSON) after {_CountingFile.written} bytes of logs "
             f"would pass max_output_bytes ({_max_output})",
         )
+    _flush_before_report()
     bridge.send(Done(has_value=True, value=msgspec.Raw(raw)))
     _linger()
 

@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-__all__ = ("children", "descendants", "is_stopped", "kill_tree", "tree_cpu_ns")
+__all__ = ("ProcStat", "children", "descendants", "is_stopped", "kill_tree", "tree_cpu_ns")
 
 _CPUCLOCK_SCHED = 2
 _NS_PER_TICK = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
@@ -60,14 +60,50 @@ def _reaped_children_ns(pid: int) -> int:
         return 0
 
 
+def _stopped_state(stat: bytes) -> bool:
+    try:
+        state = stat.rsplit(b")", 1)[1].split()[0]
+    except IndexError:
+        return False
+    return state in (b"T", b"t")
+
+
+class ProcStat:
+    """One process's ``/proc/<pid>/stat``, kept open: whether it is stopped, in one pread.
+
+    The open file names that process, not its pid: once it is reaped, reads fail, and a
+    process that reuses the pid is never read instead.
+    """
+
+    def __init__(self, pid: int) -> None:
+        try:
+            self._fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = -1
+
+    def stopped(self) -> bool:
+        """True if the process is stopped (SIGSTOP) or traced; False once it is gone."""
+        if self._fd < 0:
+            return False
+        try:
+            return _stopped_state(os.pread(self._fd, 512, 0))
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
 def is_stopped(pid: int) -> bool:
     """True if ``pid`` is stopped (SIGSTOP) or traced: it will not answer until continued."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
+            return _stopped_state(f.read())
+    except OSError:
         return False
-    return state in (b"T", b"t")
 
 
 def tree_cpu_ns(root: int) -> int:

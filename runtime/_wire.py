@@ -16,6 +16,7 @@ __all__ = (
     "Failed",
     "FrameBuffer",
     "HostMessage",
+    "Prepare",
     "Reply",
     "ReplyError",
     "Start",
@@ -25,20 +26,27 @@ __all__ = (
 HEADER = struct.Struct("!I")
 
 
+class Prepare(msgspec.Struct, tag=True, frozen=True):
+    """Host -> child, first, before any program: what does not depend on the program, so a
+    child forked ahead of time is contained before its ``Start`` arrives."""
+
+    workdir: str  # the run's private directory (made by the host)
+    file_bytes: int
+    open_files: int
+    linger: bool  # after the report, wait to be killed (False: the run's cgroup holds it)
+
+
 class Start(msgspec.Struct, tag=True, frozen=True):
-    """Host -> child: the program and everything the child needs to run it."""
+    """Host -> child: the program and what the child needs to run it."""
 
     code: bytes  # marshal of the compiled program (host and child run the same interpreter)
     source: str  # for tracebacks (linecache)
     policy: str
     inputs: dict[str, Any]
     bindings: list[str]
-    workdir: str
     max_output_bytes: int
     heap_bytes: int
     cpu_seconds: int
-    file_bytes: int
-    open_files: int
 
 
 class Reply(msgspec.Struct, tag=True, frozen=True):
@@ -86,7 +94,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):
     lineno: int | None = None
 
 
-HostMessage = Start | Reply | ReplyError
+HostMessage = Prepare | Start | Reply | ReplyError
 ChildMessage = Call | Compiled | Done | Failed
 
 _encoder = msgspec.json.Encoder()

@@ -166,7 +166,12 @@ class SubprocessRuntime:
             )
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_concurrent)
-        async with self._limiter:
+        limiter = self._limiter
+        if limiter.available_tokens >= 1:
+            limiter.acquire_nowait()  # no checkpoint: an idle runtime starts the run at once
+        else:
+            await limiter.acquire()
+        try:
             if self._closed:
                 raise RuntimeClosedError("this SubprocessRuntime closed while the run was waiting")
             template = await self._ensure_template()
@@ -182,6 +187,8 @@ class SubprocessRuntime:
                     self._idle.set()
                 with anyio.CancelScope(shield=True):
                     await self._replenish()
+        finally:
+            limiter.release()
 
     async def _compile(self, program: str, policy: Policy) -> bytes:
         """The marshalled code of ``program`` (b"": the child compiles it); the last few are
@@ -245,6 +252,7 @@ class SubprocessRuntime:
             else:
                 spare.discard()
                 self._release(spare)
+                spare.remove_workdir()
         if slot is None:
             slot = await self._fork(template)
         return slot
@@ -258,7 +266,13 @@ class SubprocessRuntime:
             except OSError as exc:
                 _log.warning("dsh-code: a run goes without cgroups: %s", exc)
         try:
-            return await ChildSlot.fork(template, cgroup)
+            return await ChildSlot.fork(
+                template,
+                workdir_root=self._options.workdir_root,
+                file_bytes=self._options.max_file_bytes,
+                open_files=self._options.max_open_files,
+                cgroup=cgroup,
+            )
         except BaseException:
             if cgroup is not None and self._cgroups is not None:
                 self._cgroups.release(cgroup)
@@ -296,6 +310,7 @@ class SubprocessRuntime:
             self._template = None
         for spare in self._spares:
             self._release(spare)
+            spare.remove_workdir()
         self._spares = []
         if self._cgroups is not None:
             self._cgroups.close()

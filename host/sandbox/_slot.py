@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import struct
+import tempfile
 
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
-from runtime._procs import is_stopped, kill_tree
+from runtime._procs import ProcStat, kill_tree
+from runtime._wire import Prepare, encode_frame
 
 __all__ = ("ChildSlot",)
 
@@ -17,23 +20,42 @@ _RECORD = 5  # b"P" or b"X", then a 4-byte int
 
 
 class ChildSlot:
-    """One child asked of the template; forked ahead of time, it waits for its program."""
+    """One child asked of the template; forked ahead of time, it waits for its program.
+
+    The slot owns the run's private directory: made with the slot, so a child forked
+    ahead of time is already in it (and confined to it) when its program arrives.
+    """
 
     def __init__(
-        self, template: TemplateProcess, fds: dict[str, int], cgroup: RunCgroup | None = None
+        self,
+        template: TemplateProcess,
+        fds: dict[str, int],
+        workdir: str,
+        cgroup: RunCgroup | None = None,
     ) -> None:
         self.template = template
         self.fds = fds
+        self.workdir = workdir
         self.cgroup = cgroup
         """The cgroup the child joins before it reads its program (None: no cgroups)."""
         self.pid: int | None = None
         self.exit_status: int | None = None
         self._pending = b""
+        self._stat: ProcStat | None = None
 
     @classmethod
-    async def fork(cls, template: TemplateProcess, cgroup: RunCgroup | None = None) -> ChildSlot:
-        """Create the pipes and ask the template to fork a child on them (does not wait);
-        the child joins ``cgroup`` first. Raises OSError."""
+    async def fork(
+        cls,
+        template: TemplateProcess,
+        *,
+        workdir_root: str,
+        file_bytes: int,
+        open_files: int,
+        cgroup: RunCgroup | None = None,
+    ) -> ChildSlot:
+        """Make the run's directory and pipes, and ask the template to fork a child on them
+        (does not wait); the child joins ``cgroup`` first. Raises OSError."""
+        workdir = tempfile.mkdtemp(prefix="dsh-run-", dir=workdir_root)
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
             for _ in range(4):
@@ -41,6 +63,7 @@ class ChildSlot:
         except BaseException:
             for fd in opened:
                 os.close(fd)
+            os.rmdir(workdir)
             raise
         ctl_in_r, ctl_in_w, ctl_out_r, ctl_out_w, log_r, log_w, status_r, status_w = opened
         fds = {"to_child": ctl_in_w, "from_child": ctl_out_r, "log": log_r, "status": status_r}
@@ -48,16 +71,23 @@ class ChildSlot:
             os.set_blocking(fd, False)
         child_ends = [ctl_in_r, ctl_out_w, log_w, status_w]
         join = cgroup.join_fds() if cgroup is not None else []
+        # Waits in the pipe for the child (an empty pipe takes a frame this small whole).
+        # With a cgroup holding the run, the child need not linger to keep its tree.
+        prepare = Prepare(
+            workdir=workdir, file_bytes=file_bytes, open_files=open_files, linger=cgroup is None
+        )
         try:
+            os.write(ctl_in_w, encode_frame(prepare))
             await template.fork(child_ends + join)
         except BaseException:
             for fd in fds.values():
                 os.close(fd)
+            os.rmdir(workdir)
             raise
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds, cgroup)
+        return cls(template, fds, workdir, cgroup)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data
@@ -66,6 +96,7 @@ class ChildSlot:
             self._pending = self._pending[_RECORD:]
             if tag == b"P":
                 self.pid = value
+                self._stat = ProcStat(value)
             elif tag == b"X":
                 self.exit_status = value
 
@@ -76,13 +107,14 @@ class ChildSlot:
         try:
             data = os.read(self.fds["status"], 64)
         except BlockingIOError:
-            return self.pid is not None and is_stopped(self.pid)
-        if not data:
-            return True
-        self._parse(data)
-        if self.exit_status is not None:
-            return True
-        return self.pid is not None and is_stopped(self.pid)  # a program SIGSTOPped it
+            data = None
+        if data is not None:
+            if not data:
+                return True
+            self._parse(data)
+            if self.exit_status is not None:
+                return True
+        return self._stat is not None and self._stat.stopped()  # a program SIGSTOPped it
 
     async def wait_pid(self) -> int | None:
         """The child's pid, once the template has forked it; None if the template died first."""
@@ -113,3 +145,16 @@ class ChildSlot:
         for fd in self.fds.values():
             close_fd(fd)
         self.fds = {}
+        if self._stat is not None:
+            self._stat.close()
+            self._stat = None
+
+    def remove_workdir(self) -> None:
+        """Remove the run's directory and whatever the program left in it (never following
+        a link it put in the directory's place)."""
+        try:
+            os.rmdir(self.workdir)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            shutil.rmtree(self.workdir, ignore_errors=True)

@@ -12,7 +12,7 @@ import anyio
 
 from host.sandbox._fdio import close_fd
 from runtime._errors import RuntimeUsageError
-from runtime._procs import descendants, is_stopped
+from runtime._procs import ProcStat, descendants, is_stopped
 
 __all__ = ("TemplateProcess", "TemplateStartError")
 
@@ -41,6 +41,7 @@ class TemplateProcess:
         self._start_timeout = start_timeout
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stat: ProcStat | None = None
         self._send_lock = anyio.Lock()
 
     @property
@@ -51,7 +52,7 @@ class TemplateProcess:
             proc is not None
             and self._sock is not None
             and proc.poll() is None
-            and not is_stopped(proc.pid)  # a program SIGSTOPped it: replace it
+            and not (self._stat is not None and self._stat.stopped())  # SIGSTOPped: replace it
         )
 
     @property
@@ -77,6 +78,7 @@ class TemplateProcess:
             raise TemplateStartError(f"cannot start the template process: {exc}") from exc
         finally:
             theirs.close()
+        self._stat = ProcStat(self._proc.pid)
         ours.setblocking(False)
         self._sock = ours
         with anyio.move_on_after(self._start_timeout):
@@ -148,3 +150,5 @@ class TemplateProcess:
         finally:
             for fd in watched:
                 close_fd(fd)
+            if self._stat is not None:
+                self._stat.close()

@@ -625,3 +625,45 @@ async def test_a_long_program_is_compiled_by_its_child(rt: SubprocessRuntime) ->
     assert broken.error is not None and broken.error.kind == "parse"
     assert broken.error.lineno == 5_001
     assert "SyntaxError" in broken.error.message
+
+
+_BUFFERED = (
+    "import io, sys\n"
+    "sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, 'w', closefd=False)))\n"
+    "print('kept')\n"
+)
+
+
+async def test_buffered_output_is_flushed_before_the_report(rt: SubprocessRuntime) -> None:
+    # The host kills the run as soon as it reads the report: what the program left in a
+    # buffer must reach the logs first, on success and on failure alike.
+    done = await run(rt, _BUFFERED + "return 1")
+    assert (done.value, done.logs) == (1, ["kept"])
+    failed = await run(rt, _BUFFERED + "raise ValueError('x')")
+    assert failed.error is not None and failed.error.kind == "exception"
+    assert failed.logs == ["kept"]
+
+
+async def test_a_spare_waits_in_its_own_directory_before_its_program_arrives(
+    rt: SubprocessRuntime,
+) -> None:
+    first = await run(rt, "import os\nreturn os.getcwd()")
+    spare = rt._spares[0]
+    assert os.path.isdir(spare.workdir) and spare.workdir != first.value
+
+    def in_it() -> bool:  # the spare's program process has moved in, ahead of the run
+        try:
+            tree = psutil.Process(spare.pid).children(recursive=True) if spare.pid else []
+            procs = [psutil.Process(spare.pid), *tree] if spare.pid else []
+            return any(p.cwd() == spare.workdir for p in procs)
+        except psutil.Error:
+            return False
+
+    with anyio.fail_after(5):
+        while spare.pid is None:
+            await spare.wait_pid()
+        while not in_it():
+            await anyio.sleep(0.01)
+    second = await run(rt, "import os\nreturn os.getcwd()")
+    assert second.value == spare.workdir
+    assert not os.path.exists(spare.workdir)  # removed when the run settled
