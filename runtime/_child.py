@@ -42,6 +42,7 @@ from runtime._wire import (
     Failed,
     FrameBuffer,
     Prepare,
+    Ready,
     Reply,
     ReplyError,
     Start,
@@ -509,7 +510,8 @@ def child_main(
         if isolation == "namespaces":
             _enter_namespaces((0, 1, 2, ctl_in, ctl_out))
         _bridge = bridge = _Bridge(ctl_in, ctl_out)
-        _prepare(bridge.read_first(Prepare), isolation)
+        prepare: Prepare = bridge.read_first(Prepare)
+        _prepare(prepare, isolation)
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(
             _CountingFile(1), encoding="utf-8", errors="backslashreplace", write_through=True
@@ -523,8 +525,10 @@ def child_main(
         sys.argv = ["<program>"]
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        _warm_up(loop, bridge)
+        if prepare.warm_up:
+            _warm_up(loop, bridge)
         data_base = _data_bytes()  # what the program's inputs and code take counts as heap
+        bridge.send(Ready())
         start: Start = bridge.read_first(Start)  # a child forked ahead of time waits here
         _max_output = start.max_output_bytes
         namespace = _program_namespace(start, bridge)

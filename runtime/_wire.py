@@ -17,6 +17,7 @@ __all__ = (
     "FrameBuffer",
     "HostMessage",
     "Prepare",
+    "Ready",
     "Reply",
     "ReplyError",
     "Start",
@@ -34,6 +35,7 @@ class Prepare(msgspec.Struct, tag=True, frozen=True):
     file_bytes: int
     open_files: int
     linger: bool  # after the report, wait to be killed (False: the run's cgroup holds it)
+    warm_up: bool  # run a throwaway program first (a spare: it has the time while it waits)
 
 
 class Start(msgspec.Struct, tag=True, frozen=True):
@@ -73,6 +75,10 @@ class Call(msgspec.Struct, tag=True, frozen=True):
     args: msgspec.Raw
 
 
+class Ready(msgspec.Struct, tag=True, frozen=True):
+    """Child -> host, first: set up, waiting for ``Start``; its CPU from here is the program's."""
+
+
 class Compiled(msgspec.Struct, tag=True, frozen=True):
     """Child -> host: the child compiled the program itself; from here on it runs."""
 
@@ -95,7 +101,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):
 
 
 HostMessage = Prepare | Start | Reply | ReplyError
-ChildMessage = Call | Compiled | Done | Failed
+ChildMessage = Ready | Call | Compiled | Done | Failed
 
 _encoder = msgspec.json.Encoder()
 

@@ -32,6 +32,7 @@ from runtime._wire import (
     Done,
     Failed,
     FrameBuffer,
+    Ready,
     Reply,
     ReplyError,
     Start,
@@ -45,11 +46,13 @@ _log = logging.getLogger("host.sandbox")
 _QueuedCall = tuple[int, str, Any, Any]
 _CallStreams = tuple[MemoryObjectSendStream[_QueuedCall], MemoryObjectReceiveStream[_QueuedCall]]
 
-_decoder = msgspec.json.Decoder(Call | Compiled | Done | Failed)
+_decoder = msgspec.json.Decoder(Ready | Call | Compiled | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
 _CPUS = os.cpu_count() or 1
 #: The failure kinds a child may report (the others are the host's to decide).
 _CHILD_FAILURES = ("exception", "invalid_completion", "output_limit", "memory")
+#: Processes of a killed run whose exit is watched through pidfds (the rest: polled).
+_WATCHED_MAX = 64
 #: Binding calls a run may have waiting or running at once; past it, Call frames are dropped.
 _MAX_IN_FLIGHT = 10_000
 _SIGNAL_NAMES = {
@@ -80,6 +83,24 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     max_file_bytes: int = 256 * 1024 * 1024
     max_open_files: int = 256
     settle_timeout: float = 5.0
+
+
+def _pidfds_in(cgroup: RunCgroup, pids: list[int]) -> list[int]:
+    """pidfds of those of ``pids`` that are still processes of ``cgroup``."""
+    opened: dict[int, int] = {}
+    for pid in pids:
+        try:
+            opened[pid] = os.pidfd_open(pid)
+        except OSError:
+            pass  # gone already
+    if not opened:
+        return []
+    # A pid reaped and reused between the listing and pidfd_open is not in the cgroup (no
+    # process joins a killed run's cgroup): look again, so no stranger's exit is awaited.
+    ours = set(cgroup.procs())
+    for pid in [p for p in opened if p not in ours]:
+        os.close(opened.pop(pid))
+    return list(opened.values())
 
 
 def _died_message(status: int | None) -> str:
@@ -247,19 +268,39 @@ class Run:
                 self.slot.cgroup.limit_memory(start.heap_bytes)
             except OSError as exc:
                 _log.warning("dsh-code: cannot cap a run's memory cgroup: %s", exc)
-        await self._send(encode_frame(start))
         self.pid = await self.slot.wait_pid()
         if self.pid is None:
             self._settle(
                 RunError(kind="died", message="the template process died before the child started")
             )
             return
-        # A child forked ahead of time spent CPU on its set-up before this run: not billed.
-        self._cpu_base = self._tree_cpu_ns()
         try:
             self._pidfd = os.pidfd_open(self.pid)
         except OSError:  # already gone (reaped): the exit watcher falls back to the template
             self._pidfd = None
+        if not await self._wait_ready():
+            self._settle(RunError(kind="died", message=""))  # the message: its exit status
+            return
+        # The child's set-up (a spare taken early may still be at it) is not the program's
+        # CPU: billing starts here, before the program can run.
+        self._cpu_base = self._tree_cpu_ns()
+        await self._send(encode_frame(start))
+
+    async def _wait_ready(self) -> bool:
+        """Until the child says it is set up (a spare usually has: its frame is waiting);
+        False if it died or said anything else first."""
+        fd = self.slot.fds["from_child"]
+        while True:
+            data = await read_some(fd, 4096)
+            if not data:
+                return False
+            bodies = self._frames.feed(data)
+            if bodies:
+                try:
+                    first = _decoder.decode(bodies[0])
+                except (msgspec.DecodeError, RecursionError, MemoryError):
+                    return False
+                return isinstance(first, Ready) and len(bodies) == 1
 
     async def _send(self, frame: bytes) -> None:
         try:
@@ -299,6 +340,8 @@ class Run:
                 continue
             if isinstance(message, Call):
                 self._on_call(message)
+            elif isinstance(message, Ready):
+                self.dropped += 1  # said once, before the program: this one is forged
             elif isinstance(message, Compiled):
                 if self.code or self._compiled_by_child:
                     self.dropped += 1  # we compiled it, or it was said already: forged
@@ -586,7 +629,10 @@ class Run:
         cgroup = self.slot.cgroup
         if cgroup is not None:
             cgroup.kill()
+            # Listed after the kill, so the list is complete: a killed process cannot fork.
+            # Their pidfds say when each has exited; no polling lag after the last one.
             pids = cgroup.procs()
+            self._watched = _pidfds_in(cgroup, [p for p in pids[:_WATCHED_MAX] if p != self.pid])
         elif not self._exited.is_set():
             # The child lingers after reporting, so every process the program started is
             # still in its tree: kill them all at once (their pidfds say when they are gone).
@@ -633,8 +679,9 @@ class Run:
 
     async def _wait_cgroup_empty(self, cgroup: RunCgroup) -> None:
         """Until no process of the run is alive (a killed fork bomb takes a while to exit)."""
-        # Exiting takes a killed child ~1-4 ms here (freeing its memory): poll at most every
-        # millisecond (one pread), so the run does not settle later than it must.
+        # Usually the pidfds of _kill saw every process exit already. Otherwise poll (one
+        # pread) at most every millisecond. Not an inotify watch on cgroup.events: the
+        # kernel sends at most one of its events per 10 ms.
         delay = 0.0002
         with anyio.move_on_after(self.options.settle_timeout):
             while cgroup.populated():

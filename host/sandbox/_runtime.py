@@ -254,11 +254,12 @@ class SubprocessRuntime:
                 self._release(spare)
                 spare.remove_workdir()
         if slot is None:
-            slot = await self._fork(template)
+            slot = await self._fork(template, spare=False)
         return slot
 
-    async def _fork(self, template: TemplateProcess) -> ChildSlot:
-        """A new child slot, in fresh cgroups when we have them."""
+    async def _fork(self, template: TemplateProcess, *, spare: bool) -> ChildSlot:
+        """A new child slot, in fresh cgroups when we have them. A ``spare`` warms up while
+        it waits; a child forked for a run now goes straight to it."""
         cgroup = None
         if self._cgroups is not None:
             try:
@@ -271,6 +272,7 @@ class SubprocessRuntime:
                 workdir_root=self._options.workdir_root,
                 file_bytes=self._options.max_file_bytes,
                 open_files=self._options.max_open_files,
+                warm_up=spare,
                 cgroup=cgroup,
             )
         except BaseException:
@@ -291,7 +293,7 @@ class SubprocessRuntime:
         if self._closed or template is None or not template.alive:
             return
         while len(self._spares) < self._prefork:
-            self._spares.append(await self._fork(template))
+            self._spares.append(await self._fork(template, spare=True))
 
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child has exited, stop the template."""

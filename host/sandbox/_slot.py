@@ -51,10 +51,12 @@ class ChildSlot:
         workdir_root: str,
         file_bytes: int,
         open_files: int,
+        warm_up: bool,
         cgroup: RunCgroup | None = None,
     ) -> ChildSlot:
         """Make the run's directory and pipes, and ask the template to fork a child on them
-        (does not wait); the child joins ``cgroup`` first. Raises OSError."""
+        (does not wait); the child joins ``cgroup`` first, and runs a throwaway program
+        if ``warm_up`` (a spare, with time on its hands). Raises OSError."""
         workdir = tempfile.mkdtemp(prefix="dsh-run-", dir=workdir_root)
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
@@ -74,7 +76,11 @@ class ChildSlot:
         # Waits in the pipe for the child (an empty pipe takes a frame this small whole).
         # With a cgroup holding the run, the child need not linger to keep its tree.
         prepare = Prepare(
-            workdir=workdir, file_bytes=file_bytes, open_files=open_files, linger=cgroup is None
+            workdir=workdir,
+            file_bytes=file_bytes,
+            open_files=open_files,
+            linger=cgroup is None,
+            warm_up=warm_up,
         )
         try:
             os.write(ctl_in_w, encode_frame(prepare))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from runtime._child import _Bridge
 from runtime._wire import Prepare, Reply, Start, encode_frame
 
-_PREPARE = Prepare(workdir="/tmp/x", file_bytes=1 << 20, open_files=64, linger=False)
+_PREPARE = Prepare(workdir="/tmp/x", file_bytes=1 << 20, open_files=64, linger=False, warm_up=True)
 _START = Start(
     code=b"",
     source="return 1",

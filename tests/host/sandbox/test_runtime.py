@@ -480,6 +480,18 @@ async def test_garbage_and_forged_frames_are_dropped_and_counted(rt: SubprocessR
     assert result.stats.calls == 3  # id 1000, id 1001 (unknown name, answered with an error), ours
 
 
+async def test_a_ready_frame_from_the_program_is_forged_and_dropped(
+    rt: SubprocessRuntime,
+) -> None:
+    # The child says Ready once, before the program exists; the program cannot say it again.
+    program = _bridge_writer() + (
+        'os.write(fd, frame(b\'{"type": "Ready"}\'))\nreturn await tools.add(a=1, b=2)\n'
+    )
+    result = await run(rt, program)
+    assert result.value == 3
+    assert result.stats is not None and result.stats.dropped_frames == 1
+
+
 async def test_an_oversized_frame_is_skipped(rt: SubprocessRuntime) -> None:
     program = _bridge_writer() + "os.write(fd, struct.pack('!I', 2**31))\nreturn 1"
     result = await rt.run(RunRequest(program=program, limits=FAST))
