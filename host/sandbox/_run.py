@@ -7,6 +7,7 @@ started, reaps it, drains the logs, closes the fds and removes the working dir.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import logging
 import math
@@ -17,8 +18,8 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from host.sandbox._callqueue import CallQueue
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._cpu import move_off_this_cpu
 from host.sandbox._fdio import FrameWriter, close_fd, read_some
@@ -42,9 +43,6 @@ from runtime._wire import (
 __all__ = ("Run", "RunOptions", "default_workdir_root")
 
 _log = logging.getLogger("host.sandbox")
-#: A binding call waiting for a worker: id, name, the binding, its arguments.
-_QueuedCall = tuple[int, str, Any, Any]
-_CallStreams = tuple[MemoryObjectSendStream[_QueuedCall], MemoryObjectReceiveStream[_QueuedCall]]
 
 _decoder = msgspec.json.Decoder(Ready | Call | Compiled | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
@@ -103,6 +101,15 @@ def _pidfds_in(cgroup: RunCgroup, pids: list[int]) -> list[int]:
     return list(opened.values())
 
 
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, if that is the backend and it takes fd readers."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # trio
+        return None
+    return loop if isinstance(loop, asyncio.SelectorEventLoop) else None
+
+
 def _died_message(status: int | None) -> str:
     if status is None:
         return "the child died and its exit status is unknown"
@@ -146,7 +153,7 @@ class Run:
         self._writer = FrameWriter(slot.fds["to_child"])
         # Calls are served by up to max_parallel_sub_calls worker tasks, started as needed
         # and fed in arrival order: a task per call costs more than the rest of the call.
-        self._calls: _CallStreams | None = None  # made at the first call
+        self._calls: CallQueue | None = None  # made at the first call
         self._workers = 0
         self._cpu_ns = 0
         self._cpu_base = 0
@@ -312,21 +319,54 @@ class Run:
 
     async def _read_ctl(self) -> None:
         fd = self.slot.fds["from_child"]
-        while True:
-            data = await read_some(fd, 1 << 20)
-            if not data:
-                if self.outcome is None:
-                    # A child that exits closes this pipe too: give its exit a moment to show.
-                    with anyio.move_on_after(0.5):
-                        await self._exited.wait()
-                    message = (
-                        ""  # filled in from the exit status
-                        if self._exited.is_set()
-                        else "the child closed its end of the bridge before reporting a result"
-                    )
-                    self._settle(RunError(kind="died", message=message))
+        loop = _asyncio_loop()
+        if loop is not None:
+            await self._read_ctl_in_callback(loop, fd)
+        else:
+            while data := await read_some(fd, 1 << 20):
+                self._handle_ctl_bytes(data)
+        if self.outcome is None:
+            # A child that exits closes this pipe too: give its exit a moment to show.
+            with anyio.move_on_after(0.5):
+                await self._exited.wait()
+            message = (
+                ""  # filled in from the exit status
+                if self._exited.is_set()
+                else "the child closed its end of the bridge before reporting a result"
+            )
+            self._settle(RunError(kind="died", message=message))
+
+    async def _read_ctl_in_callback(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        """Under asyncio: handle frames in a reader callback as they arrive, until EOF.
+
+        Waking this task for each frame would cost, per binding call, a loop iteration and
+        two epoll_ctl calls more than the call's own work on the host.
+        """
+        eof: asyncio.Future[None] = loop.create_future()
+
+        def on_readable() -> None:
+            try:
+                data = os.read(fd, 1 << 20)
+            except BlockingIOError:
                 return
-            self._handle_ctl_bytes(data)
+            except OSError:
+                data = b""
+            try:
+                if data:
+                    self._handle_ctl_bytes(data)
+                    return
+                if not eof.done():
+                    eof.set_result(None)
+            except BaseException as exc:  # our bug: raise it in the task, not in the loop
+                if not eof.done():
+                    eof.set_exception(exc)
+            loop.remove_reader(fd)
+
+        loop.add_reader(fd, on_readable)
+        try:
+            await eof
+        finally:
+            loop.remove_reader(fd)
 
     def _handle_ctl_bytes(self, data: bytes) -> None:
         for body in self._frames.feed(data):
@@ -383,15 +423,12 @@ class Run:
             return
         self._in_flight += 1
         if self._calls is None:
-            self._calls = anyio.create_memory_object_stream[_QueuedCall](math.inf)
-        calls_in, calls_out = self._calls
-        if (
-            self._workers < self.limits.max_parallel_sub_calls
-            and calls_in.statistics().tasks_waiting_receive == 0
-        ):
+            self._calls = CallQueue()
+        calls = self._calls
+        if self._workers < self.limits.max_parallel_sub_calls and calls.idle_workers == 0:
             self._workers += 1
-            self._tg.start_soon(self._serve_calls, calls_out)
-        calls_in.send_nowait((call.id, call.name, binding, args))
+            self._tg.start_soon(self._serve_calls, calls)
+        calls.put((call.id, call.name, binding, args))
 
     def _on_done(self, done: Done) -> None:
         if not done.has_value:
@@ -456,9 +493,10 @@ class Run:
             )
         )
 
-    async def _serve_calls(self, calls: MemoryObjectReceiveStream[_QueuedCall]) -> None:
+    async def _serve_calls(self, calls: CallQueue) -> None:
         """A worker: serves calls one at a time until the run settles."""
-        async for call_id, name, binding, args in calls:
+        while (call := await calls.get()) is not None:
+            call_id, name, binding, args = call
             try:
                 reply = await self._call_binding(call_id, name, binding, args)
             finally:
@@ -643,8 +681,7 @@ class Run:
 
     async def _cleanup(self) -> None:
         if self._calls is not None:
-            for stream in self._calls:
-                stream.close()
+            self._calls.close()
         cgroup = self.slot.cgroup
         if (
             not self._killed

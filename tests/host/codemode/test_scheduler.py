@@ -63,17 +63,21 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
     scheduler = SubCallScheduler(1)
     order: list[str] = []
 
+    taken, release = anyio.Event(), anyio.Event()
+
     async def hold() -> None:
         async with scheduler.slot(False):
-            await anyio.sleep(0.05)
+            taken.set()
+            await release.wait()  # held until the waiter below has given up (no timing race)
             order.append("first")
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(hold)
-        await anyio.sleep(0.001)
+        await taken.wait()
         with anyio.move_on_after(0.01):
             async with scheduler.slot(True):
                 order.append("never")
+        release.set()
         async with scheduler.slot(True):
             order.append("after")
     assert order == ["first", "after"]
