@@ -47,6 +47,8 @@ _log = logging.getLogger("host.sandbox")
 _decoder = msgspec.json.Decoder(Ready | Call | Compiled | Done | Failed)
 _value_decoder = msgspec.json.Decoder()
 _CPUS = os.cpu_count() or 1
+#: The shortest sleep between two looks at a run's compute.
+_POLL_MIN_S = 0.00025
 #: The failure kinds a child may report (the others are the host's to decide).
 _CHILD_FAILURES = ("exception", "invalid_completion", "output_limit", "memory")
 #: Processes of a killed run whose exit is watched through pidfds (the rest: polled).
@@ -637,8 +639,10 @@ class Run:
                     )
                 )
                 return
-            # The tree cannot burn faster than every CPU at once: sleep until it could be out.
-            await anyio.sleep(min(max(remaining / _CPUS / 2e9, 0.001), 0.05))
+            # The tree cannot burn faster than every CPU at once: sleep half the time it would
+            # take to run out at that rate (at most 50 ms, at least _POLL_MIN_S, so a crossing
+            # is seen within about that; the floor only ever applies in the last millisecond).
+            await anyio.sleep(min(max(remaining / _CPUS / 2e9, _POLL_MIN_S), 0.05))
 
     async def _watch_abort(self) -> None:
         abort = self.request.abort
