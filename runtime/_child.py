@@ -240,9 +240,9 @@ def _linger() -> None:
     (``Prepare.linger`` is False) we leave at once instead: our exit, which takes a while
     (freeing our memory), then overlaps the host's handling of the report.
     """
-    _flush_streams()
     if not _linger_after_report:
-        os._exit(0)
+        os._exit(0)  # the streams were flushed before the report
+    _flush_streams()
     assert _bridge is not None
     try:
         os.close(_bridge.fd_out)  # EOF after the report: a report that was lost shows as a death

@@ -161,7 +161,7 @@ class Run:
         self._cpu_base = 0
         self._pidfd: int | None = None
         self._killed = False
-        self._watched: list[int] = []  # pidfds of killed descendants (runs without a cgroup)
+        self._watched: list[int] = []  # pidfds of the killed run's other processes
         self._exited = anyio.Event()
         self._started = time.monotonic()
         self._settled_at: float | None = None
