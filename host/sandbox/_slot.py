@@ -102,7 +102,8 @@ class ChildSlot:
             self._pending = self._pending[_RECORD:]
             if tag == b"P":
                 self.pid = value
-                self._stat = ProcStat(value)
+                if self._stat is None:
+                    self._stat = ProcStat(value)
             elif tag == b"X":
                 self.exit_status = value
 
