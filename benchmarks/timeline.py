@@ -21,7 +21,6 @@ go idle, and waking them costs too.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
 
+from benchmarks._common import pct, summarize
 from host.sandbox import SubprocessRuntime
 from host.sandbox._run import Run
 from runtime import RunRequest
@@ -137,9 +137,7 @@ def main() -> None:
     steps = anyio.run(_measure, args)
     print("| step | p50 | p90 |\n|---|---|---|")
     for label, samples in steps.items():
-        ordered = sorted(samples)
-        p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
-        print(f"| {label} | {statistics.median(ordered):.3f} | {p90:.3f} |")
+        print(f"| {label} | {summarize(samples)['p50']:.3f} | {pct(samples, 90):.3f} |")
 
 
 if __name__ == "__main__":
