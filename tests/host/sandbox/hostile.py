@@ -15,17 +15,26 @@ from typing import Any
 
 import anyio
 import psutil
+import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import Binding, Limits, RunRequest, RunResult
-from tests.host.sandbox.conftest import live_children
+from runtime._contain import landlock_abi
+from tests.host.sandbox.conftest import cgroups_here, live_children
 
 __all__ = (
     "HOSTILE",
+    "ISOLATIONS",
+    "LANDLOCK_ABI",
+    "ONE_BACKEND",
     "PROC_HELPERS",
     "SeparateHost",
     "bridge_helpers",
+    "echo",
+    "expect",
+    "gap",
     "kill_marked",
+    "kind_of",
     "live_marked",
     "new_mark",
     "pids",
@@ -37,6 +46,65 @@ __all__ = (
 
 #: Small budgets for hostile programs: they must settle fast.
 HOSTILE = Limits(compute_ms=500, max_wall_ms=3_000, max_output_bytes=1 << 20, max_heap_mb=128)
+
+#: Expensive cases (budgets, bombs, floods) run under one backend only.
+ONE_BACKEND = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+
+ISOLATIONS = ["namespaces", "process"]
+NO_PID_NAMESPACE = (
+    "missing isolation at the process level: no PID namespace (nor user namespace / capability "
+    "drop); the child runs as root and sees, reads and signals every process on the machine"
+)
+
+#: Landlock (applied at every level, best effort) closes some process-level gaps: ptrace and
+#: /proc/<pid>/mem, fdinfo and fd of processes outside the domain from ABI 1, signals from 6.
+LANDLOCK_ABI = landlock_abi()
+#: What per-run cgroups give runs on this host (what SubprocessRuntime() would use).
+RUNTIME_CGROUPS, WHY_NOT_CGROUPS = cgroups_here()
+
+
+def gap(
+    request: pytest.FixtureRequest,
+    isolation: str,
+    what: str,
+    *,
+    closed_by_landlock: int | None = None,
+    closed_by_cgroups: str | None = None,
+    levels: tuple[str, ...] = ("process",),
+    base: str = NO_PID_NAMESPACE,
+) -> None:
+    """Mark a known isolation gap: strict xfail at ``levels`` (unless this kernel's Landlock
+    ABI, or a feature of the runtime's cgroups, closes it), a plain assertion elsewhere."""
+    if isolation not in levels:
+        return
+    if closed_by_cgroups is not None:
+        if closed_by_cgroups in RUNTIME_CGROUPS:
+            return
+        what += f" (runs here have no {closed_by_cgroups!r} cgroup: {WHY_NOT_CGROUPS})"
+    if closed_by_landlock is not None and closed_by_landlock <= LANDLOCK_ABI:
+        return
+    if closed_by_landlock is not None:
+        what += f" (Landlock ABI {LANDLOCK_ABI} < {closed_by_landlock} on this kernel)"
+    request.node.add_marker(pytest.mark.xfail(strict=True, reason=f"{base}: {what}"))
+
+
+def kind_of(result: RunResult) -> str | None:
+    """The failure kind of ``result``, None if it succeeded."""
+    return result.error.kind if result.error is not None else None
+
+
+def expect(result: RunResult, kind: str, budget: str | None = None) -> None:
+    """Assert that ``result`` failed with ``kind`` (and ``budget``, if given)."""
+    assert result.error is not None, f"expected {kind}, got value {result.value!r}"
+    assert result.error.kind == kind, f"expected {kind}, got {result.error}"
+    if budget is not None:
+        assert result.error.budget == budget
+
+
+async def echo(args: Any) -> Any:
+    """A binding that returns its arguments."""
+    return args
+
 
 _MARK_PREFIX = "dshadv"
 _PR_SET_NAME = 15
