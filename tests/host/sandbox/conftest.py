@@ -13,6 +13,13 @@ import pytest
 from host.sandbox import SubprocessRuntime
 from host.sandbox._cgroup import CgroupSet, parse_hierarchies, runtime_prefix
 from host.sandbox._run import default_workdir_root
+from tests.conftest import ALL_BACKENDS
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """The sandbox under asyncio as anyio runs it, as plain ``asyncio.run`` runs it, and trio."""
+    return request.param
 
 
 def open_fds() -> set[int]:

@@ -9,8 +9,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -20,6 +22,7 @@ import pytest
 from host.sandbox import SubprocessRuntime
 from runtime import Binding, Limits, RunRequest, RunResult
 from runtime._contain import landlock_abi
+from tests.conftest import PlainAsyncioLoop
 from tests.host.sandbox.conftest import cgroups_here, live_children
 
 __all__ = (
@@ -28,7 +31,10 @@ __all__ = (
     "LANDLOCK_ABI",
     "ONE_BACKEND",
     "PROC_HELPERS",
+    "REPO",
+    "PeakRss",
     "SeparateHost",
+    "Stalls",
     "bridge_helpers",
     "echo",
     "expect",
@@ -36,6 +42,7 @@ __all__ = (
     "kill_marked",
     "kind_of",
     "live_marked",
+    "loop_stalls",
     "new_mark",
     "pids",
     "prelude",
@@ -47,8 +54,12 @@ __all__ = (
 #: Small budgets for hostile programs: they must settle fast.
 HOSTILE = Limits(compute_ms=500, max_wall_ms=3_000, max_output_bytes=1 << 20, max_heap_mb=128)
 
-#: Expensive cases (budgets, bombs, floods) run under one backend only.
-ONE_BACKEND = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+#: Expensive cases (budgets, bombs, floods) run under one backend only: asyncio as plain
+#: ``asyncio.run`` runs it (what most callers have).
+ONE_BACKEND = pytest.mark.parametrize(
+    "anyio_backend",
+    [pytest.param(("asyncio", {"loop_factory": PlainAsyncioLoop}), id="asyncio-plain")],
+)
 
 ISOLATIONS = ["namespaces", "process"]
 NO_PID_NAMESPACE = (
@@ -108,9 +119,7 @@ async def echo(args: Any) -> Any:
 
 _MARK_PREFIX = "dshadv"
 _PR_SET_NAME = 15
-_REPO = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 #: Code a program can use to reach its template, the host and its sibling children; the
 #: pids come in as the inputs ``template_pid`` and ``host_pid`` (see ``pids``), since under
@@ -363,7 +372,7 @@ def run_in_separate_host(
     mark = new_mark()
     environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(env or {})}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _HOST_SCRIPT, _REPO, isolation],
+        [sys.executable, "-c", _HOST_SCRIPT, REPO, isolation],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -412,3 +421,60 @@ def _wait_gone(pid: int) -> None:
             return
         if "runtime._template" in " ".join(cmdline):
             os.kill(pid, signal.SIGKILL)
+
+
+class PeakRss:
+    """The host's peak resident memory while the block runs, sampled by a thread every 5 ms."""
+
+    def __init__(self) -> None:
+        self.base: int = psutil.Process().memory_info().rss
+        self.peak: int = self.base
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._done.wait(0.005):
+            self.peak = max(self.peak, me.memory_info().rss)
+
+    @property
+    def grown(self) -> int:
+        """Bytes the peak reached above the start."""
+        return self.peak - self.base
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._thread.join()
+        self.peak = max(self.peak, psutil.Process().memory_info().rss)
+
+
+class Stalls:
+    """The longest the host's event loop went without running a 10 ms ticker."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+
+
+@asynccontextmanager
+async def loop_stalls() -> AsyncIterator[Stalls]:
+    """Measure how long the event loop stalls while the block runs."""
+    stalls = Stalls()
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while True:
+            await anyio.sleep(0.01)
+            now = time.monotonic()
+            stalls.longest = max(stalls.longest, now - last - 0.01)
+            last = now
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        try:
+            yield stalls
+        finally:
+            tg.cancel_scope.cancel()

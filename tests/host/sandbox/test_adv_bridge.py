@@ -13,6 +13,7 @@ from host.sandbox import SubprocessRuntime
 from runtime import Limits
 from tests.host.sandbox.hostile import (
     ONE_BACKEND,
+    PeakRss,
     bridge_helpers,
     echo,
     expect,
@@ -249,3 +250,43 @@ async def test_binding_calls_left_pending_at_the_end_are_cancelled(rt: Subproces
     result = await run_hostile(rt, program, bindings={"tools.hang": hang})
     assert result.value == "left them"
     assert started == finished
+
+
+# ---- host memory under a flood of calls ---------------------------------------------------------
+
+
+@ONE_BACKEND
+async def test_calls_queued_behind_unread_replies_keep_host_memory_bounded(
+    rt: SubprocessRuntime,
+) -> None:
+    async def big(args: Any) -> Any:
+        return "r" * (1 << 20)
+
+    # The child never reads a reply: the workers stall on a full pipe while the child
+    # keeps sending calls with 2 MiB of arguments each (1 GiB in all).
+    program = bridge_helpers() + (
+        "arg = b'\"' + b'a' * (2 << 20) + b'\"'\n"
+        "for i in range(500):\n"
+        '    send(b\'{"type":"Call","id":%d,"name":"tools.big","args":{"s":%s}}\' '
+        "% (30_000 + i, arg))\n"
+        "import time\ntime.sleep(30)\n"
+    )
+    limits = Limits(compute_ms=10_000, max_wall_ms=3_000, max_heap_mb=64)
+    with PeakRss() as rss:
+        result = await run_hostile(rt, program, bindings={"tools.big": big}, limits=limits)
+    expect(result, "budget", "wall")
+    assert rss.grown < 300 << 20, f"host RSS grew {rss.grown >> 20} MiB"
+
+
+@ONE_BACKEND
+async def test_a_flood_of_fresh_call_ids_keeps_host_memory_bounded(rt: SubprocessRuntime) -> None:
+    program = bridge_helpers() + (
+        "for base in range(0, 2_000_000, 100_000):\n"
+        "    os.write(CTL_OUT, b''.join(frame({'type': 'Call', 'id': i, 'name': 'nope', "
+        "'args': {}}) for i in range(base, base + 100_000)))\n"
+        "return 1\n"
+    )
+    limits = Limits(compute_ms=20_000, max_wall_ms=30_000)
+    with PeakRss() as rss:
+        await run_hostile(rt, program, limits=limits, timeout=60)
+    assert rss.grown < 64 << 20, f"host RSS grew {rss.grown >> 20} MiB"

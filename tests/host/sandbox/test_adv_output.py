@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import time
 
+import anyio
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from runtime import Limits, RunResult
+from runtime import Limits, RunRequest, RunResult
 from tests.host.sandbox.hostile import (
     ONE_BACKEND,
+    PeakRss,
+    bridge_helpers,
     expect,
     kind_of,
+    loop_stalls,
     run_hostile,
 )
 
@@ -201,3 +206,86 @@ async def test_the_exception_type_of_a_program_class_is_its_own_name(
     result = await run_hostile(rt, "class E(Exception):\n    pass\nraise E('x')")
     expect(result, "exception")
     assert result.error is not None and result.error.exception_type == "E"
+
+
+# ---- floods against the host itself ----------------------------------------------------------
+
+
+@ONE_BACKEND
+async def test_one_huge_line_stalls_neither_budgets_nor_other_runs(rt: SubprocessRuntime) -> None:
+    flood = Limits(compute_ms=500, max_wall_ms=3_000, max_output_bytes=64 << 20)
+    program = "print('x' * (64 << 20), end='')\nimport time\ntime.sleep(30)"
+    trivial: list[float] = []
+
+    async def neighbour() -> None:
+        await anyio.sleep(0.5)
+        start = time.monotonic()
+        result = await rt.run(RunRequest(program="1 + 1", limits=Limits(max_wall_ms=5_000)))
+        trivial.append(time.monotonic() - start)
+        assert result.value == 2
+
+    cpu = time.process_time()
+    start = time.monotonic()
+    async with loop_stalls() as stalls, anyio.create_task_group() as tg:
+        tg.start_soon(neighbour)
+        result = await run_hostile(rt, program, limits=flood, probe=False)
+    elapsed = time.monotonic() - start
+    assert kind_of(result) in ("budget", "output_limit"), result.error
+    # generous sanity bounds (the benchmarks measure the real figures): today a 40 MiB line
+    # takes ~11 s of the host's CPU and holds every other run for as long
+    assert elapsed < 3.0 + 1.5, f"settled {elapsed:.2f} s after it started"
+    assert time.process_time() - cpu < 3.0
+    assert stalls.longest < 0.5, f"the host's event loop stalled for {stalls.longest:.2f} s"
+    assert trivial and trivial[0] < 1.0, trivial
+
+
+@ONE_BACKEND
+async def test_a_flood_of_tiny_lines_keeps_host_memory_bounded(rt: SubprocessRuntime) -> None:
+    limits = Limits(compute_ms=10_000, max_wall_ms=20_000, max_output_bytes=64 << 20)
+    program = (
+        "import os\nchunk = b'x\\n' * (1 << 20)\nfor _ in range(22):\n    os.write(1, chunk)\n"
+    )
+    with PeakRss() as rss:
+        result = await run_hostile(rt, program, limits=limits, timeout=60)
+    expect(result, "output_limit")
+    # the output cap, plus what a bounded number of lines costs as Python objects
+    assert rss.grown < (64 << 20) + (160 << 20), f"host RSS grew {rss.grown >> 20} MiB"
+
+
+@ONE_BACKEND
+@pytest.mark.parametrize("forged", [False, True], ids=["raised", "forged"])
+async def test_a_huge_exception_type_name_is_held_to_the_output_cap(
+    rt: SubprocessRuntime, forged: bool
+) -> None:
+    if forged:
+        program = bridge_helpers() + (
+            "send({'type': 'Failed', 'kind': 'exception', 'message': 'm', "
+            "'exception_type': 'E' * (30 << 20)})\nimport time\ntime.sleep(5)\n"
+        )
+    else:
+        program = (
+            "class Meta(type):\n"
+            "    def __getattribute__(cls, name):\n"
+            "        if name == '__qualname__':\n            return 'E' * (30 << 20)\n"
+            "        return super().__getattribute__(name)\n"
+            "class E(Exception, metaclass=Meta):\n    pass\n"
+            "raise E('boom')\n"
+        )
+    limits = Limits(compute_ms=5_000, max_wall_ms=10_000, max_output_bytes=1_000, max_heap_mb=512)
+    result = await run_hostile(rt, program, limits=limits)
+    assert result.error is not None
+    size = len(json.dumps(result.to_json()))
+    assert size <= 1_000 + 600, f"the failure is {size} bytes of JSON"
+
+
+@ONE_BACKEND
+async def test_a_result_huge_only_as_json_fails_the_output_cap_at_once(
+    rt: SubprocessRuntime,
+) -> None:
+    program = "row = {f'k{i}': 'v' * 100 for i in range(100)}\nreturn [row] * 100_000"
+    limits = Limits(compute_ms=10_000, max_wall_ms=20_000, max_output_bytes=1 << 20)
+    start = time.monotonic()
+    result = await run_hostile(rt, program, limits=limits)
+    expect(result, "output_limit")
+    assert time.monotonic() - start < 3.0
+    assert result.stats is not None and result.stats.compute_ms < 2_000, result.stats

@@ -1,0 +1,45 @@
+"""The runtime's own life: start, runs in flight, aclose, and what outlives none of them."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import psutil
+import pytest
+
+from host.sandbox import SubprocessRuntime
+from runtime import RunRequest, RunResult, RuntimeClosedError
+from tests.host.sandbox.conftest import our_cgroups
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_aclose_while_the_template_starts_waits_for_it(workdir_root: str) -> None:
+    rt = SubprocessRuntime(workdir_root=workdir_root)
+    results: list[RunResult] = []
+
+    async def runner() -> None:
+        results.append(await rt.run(RunRequest(program="return 1")))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner)
+        await anyio.sleep(0.01)  # the run is in, its template still starting (~100 ms)
+        await rt.aclose()
+        # nothing the runtime started outlives aclose(), not even the template it was starting
+        assert psutil.Process().children(recursive=True) == []
+        assert our_cgroups() == []
+    assert len(results) == 1
+    assert results[0].error is not None and results[0].error.kind == "aborted", results[0]
+    assert os.listdir(workdir_root) == []
+    with pytest.raises(RuntimeClosedError):
+        await rt.run(RunRequest(program="1"))
+
+
+async def test_aclose_before_any_run_leaves_nothing(workdir_root: str) -> None:
+    rt = SubprocessRuntime(workdir_root=workdir_root)
+    await rt.aclose()
+    await rt.aclose()  # idempotent
+    assert psutil.Process().children(recursive=True) == []
+    with pytest.raises(RuntimeClosedError):
+        await rt.run(RunRequest(program="1"))
