@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from ._registry import Scope, ToolRegistry
 
 __all__ = ("ToolCallRequest", "is_concurrency_safe", "run_tool_calls")
+
+_log = logging.getLogger("host.tools")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +43,12 @@ def is_concurrency_safe(registry: ToolRegistry, request: ToolCallRequest, scope:
             return False
         try:
             verdict = verdict(request.args)
-        except Exception:
+        except Exception:  # logged as observers are; the call then runs alone
+            _log.exception("concurrency_safe of %r failed", definition.name)
             return False
         if inspect.iscoroutine(verdict):
             verdict.close()
+            _log.warning("concurrency_safe of %r must be synchronous", definition.name)
             return False
     return verdict is True
 

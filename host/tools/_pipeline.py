@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ __all__ = (
 )
 
 _JSON = Json()
+_log = logging.getLogger("host.tools")
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,23 +233,38 @@ class Invocation:
 
             return next_
 
-        try:
-            if wrappers:
+        if not wrappers:  # what the innermost layer would run, without building the chain
+            result = await self._body(self.call.signal)
+        else:
+            try:  # the body never raises: whatever escapes here is a wrapper's
                 result = await layer(0, self.call)()
-            else:  # what the innermost layer would run, without building the chain
-                result = await self._body(self.call.signal)
-        except Exception as exc:
-            result = ToolResult.failure(
-                ErrorCode.TOOL_ERROR,
-                f"execute wrapper failed: {_error_text(exc)}",
-                name="ToolWrapperError",
-            )
+            except Exception as exc:
+                result = ToolResult.failure(
+                    ErrorCode.TOOL_ERROR,
+                    f"execute wrapper failed: {_error_text(exc)}",
+                    name="ToolWrapperError",
+                )
         if self.call.signal.is_set() and not result.is_error:
             result = ToolResult.failure(ErrorCode.ABORTED, _aborted_message(self.call.signal))
         self.result = result
 
     async def _body(self, layer_signal: AbortSignal) -> ToolResult:
-        """The registry's thunk: re-fuse the caller's signal, run the body, normalize."""
+        """The registry's thunk: re-fuse the caller's signal, run the body, normalize.
+
+        It never raises: a fault in our own steps is logged and fails the call as the
+        pipeline's, so no wrapper and no tool is blamed for it.
+        """
+        try:
+            return await self._run_body(layer_signal)
+        except Exception as exc:
+            _log.exception("the tool pipeline failed on a call of %r", self.call.name)
+            return ToolResult.failure(
+                ErrorCode.TOOL_ERROR,
+                f"internal error in the tool pipeline: {_error_text(exc)}",
+                name="ToolPipelineError",
+            )
+
+    async def _run_body(self, layer_signal: AbortSignal) -> ToolResult:
         definition = self.call.definition
         assert definition is not None
         signal, dispose = fuse_signals(self.call.signal, layer_signal)
@@ -264,8 +281,8 @@ class Invocation:
                 args=self.call.args,
             )
             self._runs.append(ctx)
-            with anyio.CancelScope() as cancel_scope:
-                unlink = signal.add_callback(lambda _reason: cancel_scope.cancel())
+            with anyio.CancelScope() as cancellation:
+                remove_callback = signal.add_callback(lambda _reason: cancellation.cancel())
                 try:
                     if definition.is_async:
                         value = await definition.execute(self.call.args, ctx)
@@ -275,18 +292,12 @@ class Invocation:
                         )
                         value = await _maybe_await(value)
                 except ToolError as exc:
-                    return ToolResult.failure(
-                        ErrorCode(exc.code),
-                        exc.message,
-                        name=exc.name,
-                        content=exc.content,
-                        meta=exc.meta,
-                    )
+                    return _tool_error_result(exc)
                 except Exception as exc:
                     return ToolResult.failure(ErrorCode.TOOL_ERROR, _error_text(exc))
                 finally:
-                    unlink()
-            if cancel_scope.cancelled_caught:
+                    remove_callback()
+            if cancellation.cancelled_caught:
                 return ToolResult.failure(ErrorCode.ABORTED, _aborted_message(signal))
             return self._normalize(definition, value)
         finally:
@@ -399,6 +410,25 @@ class Invocation:
                 f"finalize_content failed: {_error_text(exc)}",
                 meta=None if result.meta is None else dict(result.meta),
             )
+
+
+def _tool_error_result(exc: ToolError) -> ToolResult:
+    """A body's ``ToolError`` as its failure; a malformed one is still the tool's failure."""
+    try:
+        code = ErrorCode(exc.code)
+    except ValueError:
+        return ToolResult.failure(
+            ErrorCode.TOOL_ERROR,
+            f"{exc.message} (the tool raised ToolError with the unknown code {exc.code!r})",
+        )
+    try:
+        return ToolResult.failure(
+            code, exc.message, name=exc.name, content=exc.content, meta=exc.meta
+        )
+    except Exception as bad:  # its content or meta is not what a result can carry
+        return ToolResult.failure(
+            ErrorCode.TOOL_ERROR, f"the tool raised a malformed ToolError: {_error_text(bad)}"
+        )
 
 
 def _aborted_message(signal: AbortSignal) -> str:

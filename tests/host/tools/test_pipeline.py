@@ -16,12 +16,15 @@ from host.tools import (
     ErrorCode,
     PostDecision,
     ToolCall,
+    ToolError,
     ToolRegistry,
     ToolResult,
     ToolResultEvent,
     ToolRunContext,
     ToolsConfig,
+    _pipeline,
     define_tool,
+    freeze,
     schema,
     tool,
 )
@@ -484,3 +487,72 @@ async def test_a_100000_level_argument_passes_the_whole_pipeline() -> None:
     assert bad.code is ErrorCode.INVALID_ARGS
     assert bad.error is not None
     assert bad.error.message.endswith("expected a JSON value, got a non-JSON tuple")
+
+
+async def test_a_tool_error_with_an_unknown_code_is_the_tools_failure() -> None:
+    registry = ToolRegistry(QUIET)
+
+    def bad_code(args: Any, ctx: ToolRunContext) -> Any:
+        raise ToolError("quota gone", code="NOT_A_CODE")
+
+    registry.register(define_tool(name="q", description="", parameters={}, execute=bad_code))
+    result = await registry.invoke("q", {})
+    assert result.code is ErrorCode.TOOL_ERROR
+    assert result.error is not None
+    assert result.error.name == "ToolExecutionError"
+    assert result.error.message == (
+        "quota gone (the tool raised ToolError with the unknown code 'NOT_A_CODE')"
+    )
+
+
+async def test_a_tool_error_with_malformed_content_is_the_tools_failure() -> None:
+    registry = ToolRegistry(QUIET)
+
+    def bad_content(args: Any, ctx: ToolRunContext) -> Any:
+        raise ToolError("nope", code="DENIED", content=42)
+
+    registry.register(define_tool(name="c", description="", parameters={}, execute=bad_content))
+    result = await registry.invoke("c", {})
+    assert result.code is ErrorCode.TOOL_ERROR
+    assert result.error is not None
+    assert result.error.name == "ToolExecutionError"
+    assert result.error.message.startswith("the tool raised a malformed ToolError: TypeError:")
+
+
+async def test_a_fault_in_the_pipelines_own_steps_is_not_blamed_on_a_wrapper(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = ToolRegistry(QUIET)
+    sentinel = "value our own freeze chokes on"
+
+    def faulty_freeze(value: Any) -> Any:  # stands in for a bug in our normalisation
+        if value == sentinel:
+            raise RuntimeError("normalisation bug")
+        return freeze(value)
+
+    monkeypatch.setattr(_pipeline, "freeze", faulty_freeze)
+    registry.register(
+        define_tool(name="s", description="", parameters={}, execute=lambda a, c: sentinel)
+    )
+    seen: list[ToolResult] = []
+
+    async def passthrough(call: ToolCall, next_: Any) -> ToolResult:
+        result: ToolResult = await next_()
+        seen.append(result)
+        return result
+
+    for with_wrapper in (False, True):
+        if with_wrapper:
+            registry.wrap_execute(passthrough)
+        caplog.clear()
+        result = await registry.invoke("s", {})
+        assert result.code is ErrorCode.TOOL_ERROR
+        assert result.error is not None
+        assert result.error.name == "ToolPipelineError"
+        assert result.error.message == (
+            "internal error in the tool pipeline: RuntimeError: normalisation bug"
+        )
+        [record] = [r for r in caplog.records if r.name == "host.tools"]
+        assert record.levelname == "ERROR"
+        assert record.exc_info is not None
+    assert seen == [result]  # the wrapper got a result, not our exception
