@@ -6,11 +6,11 @@ import contextlib
 import fnmatch
 import functools
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from ._config import RepeatReminderConfig
 from ._json import canonical_json
 from ._pipeline import NextFn, PostDecision, ToolCall
 from ._result import ErrorCode, ToolResult, user_context
@@ -19,7 +19,7 @@ from ._signal import AbortController, fuse_signals
 if TYPE_CHECKING:
     from ._registry import Scope, ToolRegistry
 
-__all__ = ("RepeatReminderConfig", "RepeatToolReminder", "timeout_policy")
+__all__ = ("RepeatToolReminder", "timeout_policy")
 
 
 class _TimedOut:
@@ -70,16 +70,6 @@ def _tracks(name: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bo
     if include and not any(fnmatch.fnmatchcase(name, p) for p in include):
         return False
     return not any(fnmatch.fnmatchcase(name, p) for p in exclude)
-
-
-@dataclass(frozen=True, slots=True)
-class RepeatReminderConfig:
-    """Settings of the repeat-tool reminder."""
-
-    thresholds: tuple[int, ...] = (3, 5, 8)
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ("todo_write",)
-    arguments_preview_chars: int = 500
 
 
 SOURCE: Final = {"kind": "plugin", "plugin": "repeat-tool-reminder"}

@@ -5,45 +5,30 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from dataclasses import dataclass
+from typing import Any, Final
 
 from ._batch import run_tool_calls
+from ._config import MODES, Disposer, PresentationMode, ToolsConfig
 from ._definition import ToolDefinition
 from ._exceptions import ReservedToolNameError, ScopeError, ToolDefinitionError
 from ._pipeline import Invocation, NextFn, ToolCall
-from ._plugins import RepeatReminderConfig, RepeatToolReminder, timeout_policy
+from ._plugins import RepeatToolReminder, timeout_policy
 from ._result import ToolResult
 from ._schema import to_json_schema
 from ._signal import AbortSignal
 
 __all__ = (
     "RUN_CODE",
-    "PresentationMode",
     "Scope",
     "ToolRegistry",
     "ToolSchema",
-    "ToolsConfig",
 )
 
 RUN_CODE: Final = "run_code"
 """The reserved name of code mode's transport tool."""
 
-PresentationMode = Literal["native", "code", "both"]
-_MODES: Final = ("native", "code", "both")
 _log = logging.getLogger("host.tools")
-
-Disposer = Callable[[], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolsConfig:
-    """Registry settings: default presentation mode, batch pool size, guard plugins."""
-
-    mode: PresentationMode = "native"
-    max_parallel_tool_calls: int = 10
-    timeout_policy: bool = True
-    repeat_reminder: RepeatReminderConfig | None = field(default_factory=RepeatReminderConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +109,8 @@ class Scope:
         """Set this agent's presentation mode, shadowing the config default."""
         if not self.is_agent:
             raise ScopeError("present_as() is only available on an agent scope")
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self._mode = mode
 
     @property
@@ -221,8 +206,8 @@ class ToolRegistry:
         ask_handler: Callable[[ToolCall, Any], Any] | None = None,
     ) -> None:
         self.config = config or ToolsConfig()
-        if self.config.mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, got {self.config.mode!r}")
+        if self.config.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.config.mode!r}")
         self.ask_handler = ask_handler
         self.root = Scope(self, None, "global")
         self._agents = itertools.count(1)
