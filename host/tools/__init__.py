@@ -32,7 +32,7 @@ from ._present import (
     present_call,
     present_result,
 )
-from ._registry import RUN_CODE, Scope, ToolRegistry, ToolSchema
+from ._registry import ToolRegistry, ToolSchema
 from ._result import (
     ErrorCode,
     ToolFailure,
@@ -57,6 +57,7 @@ from ._schema import (
     schema,
     to_json_schema,
 )
+from ._scope import RUN_CODE, Scope
 from ._signal import AbortController, AbortSignal, fuse_signals
 from ._validate import validate
 

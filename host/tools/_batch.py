@@ -16,7 +16,8 @@ from ._validate import validate
 
 if TYPE_CHECKING:
     from ._pipeline import Invocation
-    from ._registry import Scope, ToolRegistry
+    from ._registry import ToolRegistry
+    from ._scope import Scope
 
 __all__ = ("ToolCallRequest", "is_concurrency_safe", "run_tool_calls")
 

@@ -20,7 +20,8 @@ from ._signal import AbortSignal, fuse_signals
 from ._validate import validate
 
 if TYPE_CHECKING:
-    from ._registry import Scope, ToolRegistry
+    from ._registry import ToolRegistry
+    from ._scope import Scope
 
 __all__ = (
     "Allow",

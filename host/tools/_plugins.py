@@ -17,7 +17,8 @@ from ._result import ErrorCode, ToolResult, user_context
 from ._signal import AbortController, fuse_signals
 
 if TYPE_CHECKING:
-    from ._registry import Scope, ToolRegistry
+    from ._registry import ToolRegistry
+    from ._scope import Scope
 
 __all__ = ("RepeatToolReminder", "timeout_policy")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from ._batch import run_tool_calls
 from ._config import MODES, Disposer, PresentationMode, ToolsConfig
@@ -16,17 +16,10 @@ from ._pipeline import Invocation, NextFn, ToolCall
 from ._plugins import RepeatToolReminder, timeout_policy
 from ._result import ToolResult
 from ._schema import to_json_schema
+from ._scope import RUN_CODE, Scope, add_tool, resolve, tool_names
 from ._signal import AbortSignal
 
-__all__ = (
-    "RUN_CODE",
-    "Scope",
-    "ToolRegistry",
-    "ToolSchema",
-)
-
-RUN_CODE: Final = "run_code"
-"""The reserved name of code mode's transport tool."""
+__all__ = ("ToolRegistry", "ToolSchema")
 
 _log = logging.getLogger("host.tools")
 
@@ -46,77 +39,6 @@ class ToolSchema:
         if self.output is not None:
             out["output"] = self.output
         return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Mask:
-    allow: frozenset[str] | None
-    deny: frozenset[str] | None
-
-    def passes(self, name: str) -> bool:
-        if self.allow is not None:
-            return name in self.allow
-        return self.deny is None or name not in self.deny
-
-
-class Scope:
-    """A visibility scope: a registry's global scope, or an agent scope (a child of another)."""
-
-    __slots__ = ("__weakref__", "_masks", "_mode", "_own", "label", "parent", "registry")
-
-    def __init__(self, registry: ToolRegistry, parent: Scope | None, label: str) -> None:
-        self.registry = registry
-        self.parent = parent
-        self.label = label
-        self._own: dict[str, ToolDefinition] = {}
-        self._masks: list[_Mask] = []
-        self._mode: PresentationMode | None = None
-
-    def __repr__(self) -> str:
-        return f"<Scope {self.label}>"
-
-    @property
-    def is_agent(self) -> bool:
-        """True for an agent scope, False for the registry's global scope."""
-        return self.parent is not None
-
-    def register(self, definition: ToolDefinition) -> Disposer:
-        """Register a tool in this scope (shadowing inherited ones); return its disposer."""
-        return self.registry.register(definition, scope=self)
-
-    def restrict(
-        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
-    ) -> Disposer:
-        """Mask inherited tools: an allow or a deny list (agent scopes only); return a disposer."""
-        if not self.is_agent:
-            raise ScopeError("restrict() is only available on an agent scope")
-        if (allow is None) == (deny is None):
-            raise ValueError("restrict() takes exactly one of allow= or deny=")
-        names = frozenset([allow] if isinstance(allow, str) else allow or ())
-        names |= frozenset([deny] if isinstance(deny, str) else deny or ())
-        if RUN_CODE in names:
-            raise ReservedToolNameError(f"{RUN_CODE!r} is reserved and cannot be restricted")
-        mask = _Mask(names if allow is not None else None, names if deny is not None else None)
-        self._masks.append(mask)
-
-        def dispose() -> None:
-            if mask in self._masks:
-                self._masks.remove(mask)
-
-        return dispose
-
-    def present_as(self, mode: PresentationMode) -> None:
-        """Set this agent's presentation mode, shadowing the config default."""
-        if not self.is_agent:
-            raise ScopeError("present_as() is only available on an agent scope")
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self._mode = mode
-
-    @property
-    def mode(self) -> PresentationMode:
-        """The effective presentation mode: this agent's own choice, else the config default."""
-        return self._mode or self.registry.config.mode
 
 
 class _Hooks:
@@ -241,15 +163,7 @@ class ToolRegistry:
             raise ToolDefinitionError(f"not a tool definition: {definition!r}")
         if definition.name == RUN_CODE:
             raise ReservedToolNameError(f"{RUN_CODE!r} is reserved and cannot be registered")
-        if definition.name in scope._own:
-            raise ToolDefinitionError(f"{definition.name!r} is already registered in {scope}")
-        scope._own[definition.name] = definition
-
-        def dispose() -> None:
-            if scope._own.get(definition.name) is definition:
-                del scope._own[definition.name]
-
-        return dispose
+        return add_tool(scope, definition)
 
     def install_run_code(self, definition: ToolDefinition) -> None:
         """Install the reserved ``run_code`` tool, once, for code mode; it cannot be removed."""
@@ -270,24 +184,11 @@ class ToolRegistry:
         """The definition ``name`` resolves to in ``scope`` (shadowing and masks applied)."""
         if name == RUN_CODE:
             return self._run_code
-        current: Scope | None = self._scope(scope)
-        masks: list[_Mask] = []
-        while current is not None:
-            definition = current._own.get(name)
-            if definition is not None:
-                return definition if all(mask.passes(name) for mask in masks) else None
-            masks.extend(current._masks)
-            current = current.parent
-        return None
+        return resolve(self._scope(scope), name)
 
     def visible(self, scope: Scope | None = None) -> list[ToolDefinition]:
         """Every tool visible in ``scope`` except ``run_code``, sorted by name."""
-        names: set[str] = set()
-        current: Scope | None = self._scope(scope)
-        while current is not None:
-            names.update(current._own)
-            current = current.parent
-        found = (self.get(name, scope) for name in sorted(names))
+        found = (self.get(name, scope) for name in sorted(set(tool_names(self._scope(scope)))))
         return [definition for definition in found if definition is not None]
 
     def schemas(self, scope: Scope | None = None) -> list[ToolSchema]:
