@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib as _contextlib
 
 from ._batch import ToolCallRequest, is_concurrency_safe, run_tool_calls
+from ._call import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
 from ._config import RepeatReminderConfig, ToolsConfig
 from ._definition import Output, ToolDefinition, ToolRunContext, define_tool, find_tools
 from ._exceptions import (
@@ -17,7 +18,6 @@ from ._exceptions import (
 )
 from ._infer import FunctionTool, hint_to_node, tool
 from ._json import FrozenDict, FrozenList, canonical_json, freeze, thaw
-from ._pipeline import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
 from ._plugins import RepeatToolReminder, timeout_policy
 from ._present import (
     DiffCard,

@@ -5,92 +5,32 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import anyio
 
+from ._call import Allow, Ask, Decision, Deny, NextFn, PostDecision, ToolCall, ToolResultEvent
 from ._definition import ToolDefinition, ToolRunContext, default_render
 from ._exceptions import ToolError
+from ._hooks import Events, Hooks
 from ._json import freeze
 from ._result import ErrorCode, ToolResult, WithContent, normalize_content, user_context
 from ._schema import MISSING, Json
+from ._scope import Scope
 from ._signal import AbortSignal, fuse_signals
 from ._validate import validate
 
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
-    from ._scope import Scope
-
-__all__ = (
-    "Allow",
-    "Ask",
-    "Deny",
-    "NextFn",
-    "PostDecision",
-    "ToolCall",
-    "ToolResultEvent",
-)
+__all__ = ("Invocation", "ToolResolver")
 
 _JSON = Json()
 _log = logging.getLogger("host.tools")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One invocation as hooks see it: name, frozen args, ids, scope, signal and definition."""
+class ToolResolver(Protocol):
+    """What an invocation needs from its registry: a tool name resolved in a scope."""
 
-    name: str
-    args: Any
-    call_id: str | None
-    scope: Scope
-    signal: AbortSignal
-    definition: ToolDefinition | None
-
-
-@dataclass(frozen=True, slots=True)
-class Allow:
-    """A pre-execute decision: let the call through."""
-
-
-@dataclass(frozen=True, slots=True)
-class Deny:
-    """A pre-execute decision: refuse the call with ``reason``."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """A pre-execute decision: ask the host's ask handler, with ``prompt``."""
-
-    prompt: str
-
-
-Decision = Allow | Deny | Ask
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PostDecision:
-    """A post-execute decision: replace content or value, block, attach ordered contexts."""
-
-    content: Any = MISSING
-    value: Any = MISSING
-    block: str | None = None
-    additional_contexts: tuple[Any, ...] = field(default=())
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResultEvent:
-    """The payload of the ``result`` event: the call and its frozen final result."""
-
-    call: ToolCall
-    result: ToolResult
-
-
-NextFn = Callable[..., Awaitable[ToolResult]]
-"""``await next(signal=None)``: run the inner layers; a wrapper may only pass a new signal."""
+    def get(self, name: str, scope: Scope | None = None) -> ToolDefinition | None: ...
 
 
 def _error_text(exc: BaseException) -> str:
@@ -105,11 +45,13 @@ async def _maybe_await(value: Any) -> Any:
 class Invocation:
     """The state of one call as it passes the stages (private to the package)."""
 
-    __slots__ = ("_contexts", "_post", "_runs", "call", "registry", "result")
+    __slots__ = ("_contexts", "_events", "_hooks", "_post", "_runs", "call", "result")
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        tools: ToolResolver,
+        hooks: Hooks,
+        events: Events,
         *,
         name: str,
         args: Any,
@@ -117,8 +59,9 @@ class Invocation:
         signal: AbortSignal,
         call_id: str | None,
     ) -> None:
-        self.registry = registry
-        definition = registry.get(name, scope) if isinstance(name, str) else None
+        self._hooks = hooks
+        self._events = events
+        definition = tools.get(name, scope) if isinstance(name, str) else None
         self.call = ToolCall(name, freeze(args), call_id, scope, signal, definition)
         self.result: ToolResult | None = None
         self._contexts: list[Any] = []
@@ -164,7 +107,7 @@ class Invocation:
         )
 
     async def _pre_execute(self) -> ToolResult | None:
-        hooks = self.registry._hooks.pre_execute()
+        hooks = self._hooks.pre_execute.snapshot()
         if not hooks:  # the decision stays Allow: nothing to ask, nothing to deny
             return None
         decision: Decision = Allow()
@@ -176,7 +119,7 @@ class Invocation:
                         raise TypeError(f"pre-execute hook returned {new!r}")
                     decision = new
             if isinstance(decision, Ask):
-                handler = self.registry.ask_handler
+                handler = self._hooks.ask_handler
                 if handler is None:
                     decision = Deny(
                         f"approval needed ({decision.prompt}) but no ask handler is set"
@@ -192,7 +135,7 @@ class Invocation:
         return None
 
     def _guard(self) -> ToolResult | None:
-        for guard in self.registry._hooks.guards():
+        for guard in self._hooks.guards.snapshot():
             try:
                 reason = guard(self.call)
                 if inspect.isawaitable(reason):
@@ -220,7 +163,7 @@ class Invocation:
             return
         definition = self.call.definition
         assert definition is not None
-        wrappers = self.registry._hooks.wrappers(timed=definition.timeout_ms is not None)
+        wrappers = self._hooks.wrappers.snapshot(timed=definition.timeout_ms is not None)
 
         def layer(index: int, call: ToolCall) -> NextFn:
             async def next_(signal: AbortSignal | None = None) -> ToolResult:
@@ -346,13 +289,13 @@ class Invocation:
         if contexts:
             result = result.replace(additional_contexts=[*result.additional_contexts, *contexts])
         self.result = result
-        events = self.registry._events
+        events = self._events
         if events.observed("result"):
             events.emit("result", ToolResultEvent(self.call, result))
         return result
 
     async def _post_execute(self, result: ToolResult) -> ToolResult:
-        for hook in self.registry._hooks.post_execute():
+        for hook in self._hooks.post_execute.snapshot():
             try:
                 decision = hook(self.call, result)
                 if decision is not None and inspect.isawaitable(decision):

@@ -6,21 +6,26 @@ import contextlib
 import fnmatch
 import functools
 import weakref
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final, Protocol
 
 import anyio
 
-from ._config import RepeatReminderConfig
+from ._call import NextFn, Observer, PostDecision, PostExecuteHook, ToolCall
+from ._config import Disposer, RepeatReminderConfig
 from ._json import canonical_json
-from ._pipeline import NextFn, PostDecision, ToolCall
 from ._result import ErrorCode, ToolResult, user_context
+from ._scope import Scope
 from ._signal import AbortController, fuse_signals
 
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
-    from ._scope import Scope
+__all__ = ("PluginHost", "RepeatToolReminder", "timeout_policy")
 
-__all__ = ("RepeatToolReminder", "timeout_policy")
+
+class PluginHost(Protocol):
+    """What a plugin needs from a registry: adding a post-execute hook, observing an event."""
+
+    def post_execute(self, hook: PostExecuteHook, *, order: int = 0) -> Disposer: ...
+
+    def on(self, event: str, callback: Observer) -> Disposer: ...
 
 
 class _TimedOut:
@@ -91,7 +96,7 @@ class RepeatToolReminder:
         self.config = config or RepeatReminderConfig()
         self._chains: weakref.WeakKeyDictionary[Scope, _Chain] = weakref.WeakKeyDictionary()
 
-    def install(self, registry: ToolRegistry) -> Any:
+    def install(self, registry: PluginHost) -> Disposer:
         """Attach to ``registry`` (post-execute and ``agent/pre-step``); return a disposer."""
         disposers = [
             registry.post_execute(self.on_post_execute, order=1000),
@@ -112,7 +117,7 @@ class RepeatToolReminder:
         except TypeError:  # unhashable pattern lists: match without the cache
             return _tracks.__wrapped__(name, include, exclude)
 
-    def reset(self, scope: Any) -> None:
+    def reset(self, scope: Scope) -> None:
         """Forget the chain of an agent scope (a user prompt arrived)."""
         with contextlib.suppress(TypeError):
             self._chains.pop(scope, None)

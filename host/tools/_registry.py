@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import itertools
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._batch import run_tool_calls
+from ._batch import ToolCallRequest, run_tool_calls
+from ._call import (
+    AskHandler,
+    ExecuteWrapper,
+    Guard,
+    Observer,
+    PostExecuteHook,
+    PreExecuteHook,
+)
 from ._config import MODES, Disposer, PresentationMode, ToolsConfig
 from ._definition import ToolDefinition
 from ._exceptions import ReservedToolNameError, ScopeError, ToolDefinitionError
-from ._pipeline import Invocation, NextFn, ToolCall
+from ._hooks import Events, Hooks
+from ._pipeline import Invocation
 from ._plugins import RepeatToolReminder, timeout_policy
 from ._result import ToolResult
 from ._schema import to_json_schema
@@ -20,8 +28,6 @@ from ._scope import RUN_CODE, Scope, add_tool, resolve, tool_names
 from ._signal import AbortSignal
 
 __all__ = ("ToolRegistry", "ToolSchema")
-
-_log = logging.getLogger("host.tools")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,83 +47,6 @@ class ToolSchema:
         return out
 
 
-class _Hooks:
-    """Ordered hook lists with disposers; each kind's snapshot is kept until the list changes."""
-
-    def __init__(self) -> None:
-        self._seq = itertools.count()
-        self._lists: dict[str, list[tuple[int, int, Any, bool]]] = {}
-        self._snapshots: dict[tuple[str, bool], tuple[Any, ...]] = {}
-
-    def add(self, kind: str, fn: Any, order: int, *, skip_untimed: bool = False) -> Disposer:
-        """Add ``fn``; ``skip_untimed``: it only matters for a tool with a ``timeout_ms``."""
-        entry = (order, next(self._seq), fn, skip_untimed)
-        entries = self._lists.setdefault(kind, [])
-        entries.append(entry)
-        entries.sort(key=lambda item: (item[0], item[1]))
-        self._forget(kind)
-
-        def dispose() -> None:
-            if entry in entries:
-                entries.remove(entry)
-                self._forget(kind)
-
-        return dispose
-
-    def _forget(self, kind: str) -> None:
-        for untimed in (False, True):
-            self._snapshots.pop((kind, untimed), None)
-
-    def _get(self, kind: str, untimed: bool = False) -> tuple[Any, ...]:
-        # Every call used to copy the list; an immutable snapshot rebuilt on change is the same.
-        snapshot = self._snapshots.get((kind, untimed))
-        if snapshot is None:
-            entries = self._lists.get(kind, ())
-            snapshot = tuple(fn for _, _, fn, skip in entries if not (untimed and skip))
-            self._snapshots[kind, untimed] = snapshot
-        return snapshot
-
-    def pre_execute(self) -> tuple[Any, ...]:
-        return self._get("pre")
-
-    def guards(self) -> tuple[Any, ...]:
-        return self._get("guard")
-
-    def wrappers(self, *, timed: bool = True) -> tuple[Any, ...]:
-        return self._get("wrap", untimed=not timed)
-
-    def post_execute(self) -> tuple[Any, ...]:
-        return self._get("post")
-
-
-class _Events:
-    """Named events with sync observers; an observer's exception is logged, never raised."""
-
-    def __init__(self) -> None:
-        self._observers: dict[str, list[Callable[[Any], None]]] = {}
-
-    def on(self, name: str, callback: Callable[[Any], None]) -> Disposer:
-        observers = self._observers.setdefault(name, [])
-        observers.append(callback)
-
-        def dispose() -> None:
-            if callback in observers:
-                observers.remove(callback)
-
-        return dispose
-
-    def observed(self, name: str) -> bool:
-        """True when ``name`` has at least one observer (so its payload is worth building)."""
-        return bool(self._observers.get(name))
-
-    def emit(self, name: str, payload: Any) -> None:
-        for callback in list(self._observers.get(name, ())):
-            try:
-                callback(payload)
-            except Exception:
-                _log.exception("observer of %r failed", name)
-
-
 class ToolRegistry:
     """Tools by scope, the pipeline hooks, named events, and ``invoke``."""
 
@@ -125,27 +54,35 @@ class ToolRegistry:
         self,
         config: ToolsConfig | None = None,
         *,
-        ask_handler: Callable[[ToolCall, Any], Any] | None = None,
+        ask_handler: AskHandler | None = None,
     ) -> None:
         self.config = config or ToolsConfig()
         if self.config.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.config.mode!r}")
-        self.ask_handler = ask_handler
         self.root = Scope(self, None, "global")
         self._agents = itertools.count(1)
         self._run_code: ToolDefinition | None = None
-        self._hooks = _Hooks()
-        self._events = _Events()
+        self._hooks = Hooks(ask_handler)
+        self._events = Events()
         self.reminder: RepeatToolReminder | None = None
         self._install_plugins()
 
     def _install_plugins(self) -> None:
         if self.config.timeout_policy:
             # Without a tool's timeout_ms the policy only calls next(): skip it for such tools.
-            self._hooks.add("wrap", timeout_policy, -1000, skip_untimed=True)
+            self._hooks.wrappers.add(timeout_policy, -1000, timed_only=True)
         if self.config.repeat_reminder is not None:
             self.reminder = RepeatToolReminder(self.config.repeat_reminder)
             self.reminder.install(self)
+
+    @property
+    def ask_handler(self) -> AskHandler | None:
+        """The host's handler of ``Ask`` decisions ``(call, ask) -> bool`` (maybe async)."""
+        return self._hooks.ask_handler
+
+    @ask_handler.setter
+    def ask_handler(self, handler: AskHandler | None) -> None:
+        self._hooks.ask_handler = handler
 
     # -- scopes and definitions ------------------------------------------------------------
 
@@ -213,27 +150,23 @@ class ToolRegistry:
 
     # -- hooks and events ------------------------------------------------------------------
 
-    def pre_execute(self, hook: Callable[[ToolCall, Any], Any], *, order: int = 0) -> Disposer:
+    def pre_execute(self, hook: PreExecuteHook, *, order: int = 0) -> Disposer:
         """Add a pre-execute hook ``(call, decision) -> Allow | Deny | Ask | None``, maybe async."""
-        return self._hooks.add("pre", hook, order)
+        return self._hooks.pre_execute.add(hook, order)
 
-    def guard(self, guard: Callable[[ToolCall], str | None]) -> Disposer:
+    def guard(self, guard: Guard) -> Disposer:
         """Add a synchronous guard ``(call) -> reason | None``; a reason rejects the call."""
-        return self._hooks.add("guard", guard, 0)
+        return self._hooks.guards.add(guard)
 
-    def wrap_execute(
-        self, wrapper: Callable[[ToolCall, NextFn], Any], *, order: int = 0
-    ) -> Disposer:
+    def wrap_execute(self, wrapper: ExecuteWrapper, *, order: int = 0) -> Disposer:
         """Add a wrapper ``async (call, next) -> ToolResult`` around dispatch (low order: outer)."""
-        return self._hooks.add("wrap", wrapper, order)
+        return self._hooks.wrappers.add(wrapper, order)
 
-    def post_execute(
-        self, hook: Callable[[ToolCall, ToolResult], Any], *, order: int = 0
-    ) -> Disposer:
+    def post_execute(self, hook: PostExecuteHook, *, order: int = 0) -> Disposer:
         """Add a post-execute hook ``(call, result) -> PostDecision | None`` (may be async)."""
-        return self._hooks.add("post", hook, order)
+        return self._hooks.post_execute.add(hook, order)
 
-    def on(self, event: str, callback: Callable[[Any], None]) -> Disposer:
+    def on(self, event: str, callback: Observer) -> Disposer:
         """Observe a named event (``result``, ``agent/pre-step``, …); return a disposer."""
         return self._events.on(event, callback)
 
@@ -275,6 +208,8 @@ class ToolRegistry:
         """Start an invocation; a scheduler runs ``prepare``, ``dispatch`` and ``finish``."""
         return Invocation(
             self,
+            self._hooks,
+            self._events,
             name=name,
             args=args,
             scope=self._scope(scope),
@@ -284,7 +219,7 @@ class ToolRegistry:
 
     async def invoke_batch(
         self,
-        calls: Sequence[Any],
+        calls: Sequence[ToolCallRequest],
         *,
         scope: Scope | None = None,
         signal: AbortSignal | None = None,
