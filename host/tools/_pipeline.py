@@ -14,7 +14,7 @@ from ._call import Allow, Ask, Decision, Deny, NextFn, PostDecision, ToolCall, T
 from ._definition import ToolDefinition, ToolRunContext, default_render
 from ._exceptions import ToolError
 from ._hooks import Events, Hooks
-from ._json import freeze
+from ._json import FrozenDict, freeze
 from ._result import ErrorCode, ToolResult, WithContent, normalize_content, user_context
 from ._schema import MISSING, Json
 from ._scope import Scope
@@ -64,15 +64,16 @@ class Invocation:
         definition = tools.get(name, scope) if isinstance(name, str) else None
         self.call = ToolCall(name, freeze(args), call_id, scope, signal, definition)
         self.result: ToolResult | None = None
-        self._contexts: list[Any] = []
+        self._contexts: list[FrozenDict] = []
         self._runs: list[ToolRunContext] = []
         self._post = True
         if definition is None:
-            self._settle_early(ErrorCode.UNKNOWN_TOOL, f"unknown tool {name!r}")
+            self._refuse(ErrorCode.UNKNOWN_TOOL, f"unknown tool {name!r}")
         elif signal.is_set():
-            self._settle_early(ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(signal))
+            self._refuse(ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(signal))
 
-    def _settle_early(self, code: ErrorCode, message: str) -> None:
+    def _refuse(self, code: ErrorCode, message: str) -> None:
+        """Settle the call before any stage runs (unknown tool, or aborted at once): no post."""
         self.result = ToolResult.failure(code, message)
         self._post = False
 

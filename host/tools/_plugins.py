@@ -43,17 +43,17 @@ class _TimedOut:
 async def timeout_policy(call: ToolCall, next_: NextFn) -> ToolResult:
     """An execute wrapper enforcing the tool's own ``timeout_ms`` as a cooperative deadline."""
     definition = call.definition
-    budget = None if definition is None else definition.timeout_ms
-    if budget is None:
+    timeout_ms = None if definition is None else definition.timeout_ms
+    if timeout_ms is None:
         return await next_()
     timer = AbortController()
     fired = False
 
     async def run_timer() -> None:
         nonlocal fired
-        await anyio.sleep(budget / 1000)
+        await anyio.sleep(timeout_ms / 1000)
         fired = True
-        timer.abort(_TimedOut(budget))
+        timer.abort(_TimedOut(timeout_ms))
 
     deadline, dispose = fuse_signals(call.signal, timer.signal)
     try:
@@ -66,7 +66,9 @@ async def timeout_policy(call: ToolCall, next_: NextFn) -> ToolResult:
     finally:
         dispose()
     if fired:
-        return ToolResult.failure(ErrorCode.TOOL_TIMEOUT, f"tool call timed out after {budget}ms")
+        return ToolResult.failure(
+            ErrorCode.TOOL_TIMEOUT, f"tool call timed out after {timeout_ms}ms"
+        )
     return result
 
 

@@ -1,4 +1,4 @@
-"""The registry: scopes and visibility, hooks, events, and the ``invoke`` entry point."""
+"""The registry: tools by scope, the hook and event registration, and ``invoke``."""
 
 from __future__ import annotations
 

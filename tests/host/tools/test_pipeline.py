@@ -15,7 +15,9 @@ from host.tools import (
     Deny,
     ErrorCode,
     PostDecision,
+    Scope,
     ToolCall,
+    ToolDefinition,
     ToolError,
     ToolRegistry,
     ToolResult,
@@ -28,6 +30,8 @@ from host.tools import (
     schema,
     tool,
 )
+from host.tools._hooks import Events, Hooks
+from host.tools._pipeline import Invocation
 
 from .helpers import QUIET, echo, traced_registry
 
@@ -556,3 +560,47 @@ async def test_a_fault_in_the_pipelines_own_steps_is_not_blamed_on_a_wrapper(
         assert record.levelname == "ERROR"
         assert record.exc_info is not None
     assert seen == [result]  # the wrapper got a result, not our exception
+
+
+async def test_an_invocation_needs_only_a_resolver_and_its_hooks_and_events() -> None:
+    class OneTool:  # the one method the pipeline needs from a registry
+        def get(self, name: str, scope: Scope | None = None) -> ToolDefinition | None:
+            return echo() if name == "echo" else None
+
+    hooks, events = Hooks(), Events()
+    trace: list[str] = []
+    hooks.guards.add(lambda call: trace.append(f"guard {call.name}"))
+    events.on("result", lambda event: trace.append(f"result {event.result.value}"))
+    scope = ToolRegistry(QUIET).root
+    for name in ("echo", "nope"):
+        invocation = Invocation(
+            OneTool(),
+            hooks,
+            events,
+            name=name,
+            args={"text": "hi"},
+            scope=scope,
+            signal=AbortSignal(),
+            call_id=None,
+        )
+        await invocation.prepare()
+        await invocation.dispatch()
+        await invocation.finish()
+    assert trace == ["guard echo", "result hi", "result None"]
+    assert invocation.result is not None
+    assert invocation.result.code is ErrorCode.UNKNOWN_TOOL
+
+
+async def test_the_ask_handler_can_be_set_after_construction() -> None:
+    registry = ToolRegistry(QUIET)
+    registry.register(echo())
+    registry.pre_execute(lambda call, decision: Ask("run echo?"))
+    assert registry.ask_handler is None
+    assert (await registry.invoke("echo", {"text": "x"})).code is ErrorCode.DENIED
+
+    def approve(call: ToolCall, ask: Ask) -> bool:
+        return True
+
+    registry.ask_handler = approve
+    assert registry.ask_handler is approve
+    assert not (await registry.invoke("echo", {"text": "x"})).is_error
