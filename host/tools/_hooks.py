@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from ._call import AskHandler, ExecuteWrapper, Guard, Observer, PostExecuteHook, PreExecuteHook
 from ._config import Disposer
@@ -97,7 +97,7 @@ class Events:
         """True when ``name`` has at least one observer (so its payload is worth building)."""
         return bool(self._observers.get(name))
 
-    def emit(self, name: str, payload: Any) -> None:
+    def emit(self, name: str, payload: object) -> None:
         """Call each observer of ``name`` in turn, logging (not raising) what one raises."""
         for callback in list(self._observers.get(name, ())):
             try:

@@ -170,7 +170,7 @@ class ToolRegistry:
         """Observe a named event (``result``, ``agent/pre-step``, …); return a disposer."""
         return self._events.on(event, callback)
 
-    def emit(self, event: str, payload: Any) -> None:
+    def emit(self, event: str, payload: object) -> None:
         """Publish a named event to its observers (``agent/pre-step`` takes the agent scope)."""
         self._events.emit(event, payload)
 
