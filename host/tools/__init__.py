@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib as _contextlib
 
 from ._batch import ToolCallRequest, is_concurrency_safe, run_tool_calls
+from ._call import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
+from ._config import RepeatReminderConfig, ToolsConfig
 from ._definition import Output, ToolDefinition, ToolRunContext, define_tool, find_tools
 from ._exceptions import (
     ReservedToolNameError,
@@ -16,8 +18,7 @@ from ._exceptions import (
 )
 from ._infer import FunctionTool, hint_to_node, tool
 from ._json import FrozenDict, FrozenList, canonical_json, freeze, thaw
-from ._pipeline import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
-from ._plugins import RepeatReminderConfig, RepeatToolReminder, timeout_policy
+from ._plugins import RepeatToolReminder, timeout_policy
 from ._present import (
     DiffCard,
     GenericCard,
@@ -31,7 +32,7 @@ from ._present import (
     present_call,
     present_result,
 )
-from ._registry import RUN_CODE, Scope, ToolRegistry, ToolSchema, ToolsConfig
+from ._registry import ToolRegistry, ToolSchema
 from ._result import (
     ErrorCode,
     ToolFailure,
@@ -56,6 +57,7 @@ from ._schema import (
     schema,
     to_json_schema,
 )
+from ._scope import RUN_CODE, Scope
 from ._signal import AbortController, AbortSignal, fuse_signals
 from ._validate import validate
 

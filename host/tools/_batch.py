@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
+from ._config import ToolsConfig
+from ._pipeline import Invocation, ToolResolver
 from ._result import ToolResult
+from ._scope import Scope
 from ._signal import AbortSignal
 from ._validate import validate
 
-if TYPE_CHECKING:
-    from ._pipeline import Invocation
-    from ._registry import Scope, ToolRegistry
+__all__ = ("BatchHost", "ToolCallRequest", "is_concurrency_safe", "run_tool_calls")
 
-__all__ = ("ToolCallRequest", "is_concurrency_safe", "run_tool_calls")
+_log = logging.getLogger("host.tools")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,27 @@ class ToolCallRequest:
     call_id: str | None = None
 
 
-def is_concurrency_safe(registry: ToolRegistry, request: ToolCallRequest, scope: Scope) -> bool:
+class BatchHost(ToolResolver, Protocol):
+    """What the scheduler needs from a registry: names resolved, invocations begun, settings."""
+
+    @property
+    def root(self) -> Scope: ...
+
+    @property
+    def config(self) -> ToolsConfig: ...
+
+    def begin(
+        self,
+        name: str,
+        args: Any,
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+    ) -> Invocation: ...
+
+
+def is_concurrency_safe(registry: ToolResolver, request: ToolCallRequest, scope: Scope) -> bool:
     """True only when the tool's ``concurrency_safe`` says exactly True for valid arguments."""
     definition = registry.get(request.name, scope)
     if definition is None:
@@ -40,16 +62,18 @@ def is_concurrency_safe(registry: ToolRegistry, request: ToolCallRequest, scope:
             return False
         try:
             verdict = verdict(request.args)
-        except Exception:
+        except Exception:  # logged as observers are; the call then runs alone
+            _log.exception("concurrency_safe of %r failed", definition.name)
             return False
         if inspect.iscoroutine(verdict):
             verdict.close()
+            _log.warning("concurrency_safe of %r must be synchronous", definition.name)
             return False
     return verdict is True
 
 
 async def run_tool_calls(
-    registry: ToolRegistry,
+    registry: BatchHost,
     calls: Sequence[ToolCallRequest],
     *,
     scope: Scope | None = None,
@@ -77,17 +101,18 @@ async def run_tool_calls(
             results.extend(await _run_group(registry, calls[index:end], scope, signal, limit))
         else:
             call = calls[index]
-            results.append(
-                await registry.invoke(
-                    call.name, call.args, scope=scope, signal=signal, call_id=call.call_id
-                )
+            invocation = registry.begin(
+                call.name, call.args, scope=scope, signal=signal, call_id=call.call_id
             )
+            await invocation.prepare()  # the stages of ``invoke``, one call alone
+            await invocation.dispatch()
+            results.append(await invocation.finish())
         index = end
     return results
 
 
 async def _run_group(
-    registry: ToolRegistry,
+    registry: BatchHost,
     calls: Sequence[ToolCallRequest],
     scope: Scope,
     signal: AbortSignal | None,

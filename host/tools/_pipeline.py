@@ -4,90 +4,33 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import anyio
 
+from ._call import Allow, Ask, Decision, Deny, NextFn, PostDecision, ToolCall, ToolResultEvent
 from ._definition import ToolDefinition, ToolRunContext, default_render
 from ._exceptions import ToolError
-from ._json import freeze
+from ._hooks import Events, Hooks
+from ._json import FrozenDict, freeze
 from ._result import ErrorCode, ToolResult, WithContent, normalize_content, user_context
 from ._schema import MISSING, Json
+from ._scope import Scope
 from ._signal import AbortSignal, fuse_signals
 from ._validate import validate
 
-if TYPE_CHECKING:
-    from ._registry import Scope, ToolRegistry
-
-__all__ = (
-    "Allow",
-    "Ask",
-    "Deny",
-    "NextFn",
-    "PostDecision",
-    "ToolCall",
-    "ToolResultEvent",
-)
+__all__ = ("Invocation", "ToolResolver")
 
 _JSON = Json()
+_log = logging.getLogger("host.tools")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One invocation as hooks see it: name, frozen args, ids, scope, signal and definition."""
+class ToolResolver(Protocol):
+    """What an invocation needs from its registry: a tool name resolved in a scope."""
 
-    name: str
-    args: Any
-    call_id: str | None
-    scope: Scope
-    signal: AbortSignal
-    definition: ToolDefinition | None
-
-
-@dataclass(frozen=True, slots=True)
-class Allow:
-    """A pre-execute decision: let the call through."""
-
-
-@dataclass(frozen=True, slots=True)
-class Deny:
-    """A pre-execute decision: refuse the call with ``reason``."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """A pre-execute decision: ask the host's ask handler, with ``prompt``."""
-
-    prompt: str
-
-
-Decision = Allow | Deny | Ask
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PostDecision:
-    """A post-execute decision: replace content or value, block, attach ordered contexts."""
-
-    content: Any = MISSING
-    value: Any = MISSING
-    block: str | None = None
-    additional_contexts: tuple[Any, ...] = field(default=())
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResultEvent:
-    """The payload of the ``result`` event: the call and its frozen final result."""
-
-    call: ToolCall
-    result: ToolResult
-
-
-NextFn = Callable[..., Awaitable[ToolResult]]
-"""``await next(signal=None)``: run the inner layers; a wrapper may only pass a new signal."""
+    def get(self, name: str, scope: Scope | None = None) -> ToolDefinition | None: ...
 
 
 def _error_text(exc: BaseException) -> str:
@@ -102,11 +45,13 @@ async def _maybe_await(value: Any) -> Any:
 class Invocation:
     """The state of one call as it passes the stages (private to the package)."""
 
-    __slots__ = ("_contexts", "_post", "_runs", "call", "registry", "result")
+    __slots__ = ("_contexts", "_events", "_hooks", "_post", "_runs", "call", "result")
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        tools: ToolResolver,
+        hooks: Hooks,
+        events: Events,
         *,
         name: str,
         args: Any,
@@ -114,19 +59,21 @@ class Invocation:
         signal: AbortSignal,
         call_id: str | None,
     ) -> None:
-        self.registry = registry
-        definition = registry.get(name, scope) if isinstance(name, str) else None
+        self._hooks = hooks
+        self._events = events
+        definition = tools.get(name, scope) if isinstance(name, str) else None
         self.call = ToolCall(name, freeze(args), call_id, scope, signal, definition)
         self.result: ToolResult | None = None
-        self._contexts: list[Any] = []
+        self._contexts: list[FrozenDict] = []
         self._runs: list[ToolRunContext] = []
         self._post = True
         if definition is None:
-            self._settle_early(ErrorCode.UNKNOWN_TOOL, f"unknown tool {name!r}")
+            self._refuse(ErrorCode.UNKNOWN_TOOL, f"unknown tool {name!r}")
         elif signal.is_set():
-            self._settle_early(ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(signal))
+            self._refuse(ErrorCode.ABORTED_BEFORE_DISPATCH, _aborted_message(signal))
 
-    def _settle_early(self, code: ErrorCode, message: str) -> None:
+    def _refuse(self, code: ErrorCode, message: str) -> None:
+        """Settle the call before any stage runs (unknown tool, or aborted at once): no post."""
         self.result = ToolResult.failure(code, message)
         self._post = False
 
@@ -161,7 +108,7 @@ class Invocation:
         )
 
     async def _pre_execute(self) -> ToolResult | None:
-        hooks = self.registry._hooks.pre_execute()
+        hooks = self._hooks.pre_execute.snapshot()
         if not hooks:  # the decision stays Allow: nothing to ask, nothing to deny
             return None
         decision: Decision = Allow()
@@ -173,7 +120,7 @@ class Invocation:
                         raise TypeError(f"pre-execute hook returned {new!r}")
                     decision = new
             if isinstance(decision, Ask):
-                handler = self.registry.ask_handler
+                handler = self._hooks.ask_handler
                 if handler is None:
                     decision = Deny(
                         f"approval needed ({decision.prompt}) but no ask handler is set"
@@ -189,7 +136,7 @@ class Invocation:
         return None
 
     def _guard(self) -> ToolResult | None:
-        for guard in self.registry._hooks.guards():
+        for guard in self._hooks.guards.snapshot():
             try:
                 reason = guard(self.call)
                 if inspect.isawaitable(reason):
@@ -217,7 +164,7 @@ class Invocation:
             return
         definition = self.call.definition
         assert definition is not None
-        wrappers = self.registry._hooks.wrappers(timed=definition.timeout_ms is not None)
+        wrappers = self._hooks.wrappers.snapshot(timed=definition.timeout_ms is not None)
 
         def layer(index: int, call: ToolCall) -> NextFn:
             async def next_(signal: AbortSignal | None = None) -> ToolResult:
@@ -231,23 +178,38 @@ class Invocation:
 
             return next_
 
-        try:
-            if wrappers:
+        if not wrappers:  # what the innermost layer would run, without building the chain
+            result = await self._body(self.call.signal)
+        else:
+            try:  # the body never raises: whatever escapes here is a wrapper's
                 result = await layer(0, self.call)()
-            else:  # what the innermost layer would run, without building the chain
-                result = await self._body(self.call.signal)
-        except Exception as exc:
-            result = ToolResult.failure(
-                ErrorCode.TOOL_ERROR,
-                f"execute wrapper failed: {_error_text(exc)}",
-                name="ToolWrapperError",
-            )
+            except Exception as exc:
+                result = ToolResult.failure(
+                    ErrorCode.TOOL_ERROR,
+                    f"execute wrapper failed: {_error_text(exc)}",
+                    name="ToolWrapperError",
+                )
         if self.call.signal.is_set() and not result.is_error:
             result = ToolResult.failure(ErrorCode.ABORTED, _aborted_message(self.call.signal))
         self.result = result
 
     async def _body(self, layer_signal: AbortSignal) -> ToolResult:
-        """The registry's thunk: re-fuse the caller's signal, run the body, normalize."""
+        """The registry's thunk: re-fuse the caller's signal, run the body, normalize.
+
+        It never raises: a fault in our own steps is logged and fails the call as the
+        pipeline's, so no wrapper and no tool is blamed for it.
+        """
+        try:
+            return await self._run_body(layer_signal)
+        except Exception as exc:
+            _log.exception("the tool pipeline failed on a call of %r", self.call.name)
+            return ToolResult.failure(
+                ErrorCode.TOOL_ERROR,
+                f"internal error in the tool pipeline: {_error_text(exc)}",
+                name="ToolPipelineError",
+            )
+
+    async def _run_body(self, layer_signal: AbortSignal) -> ToolResult:
         definition = self.call.definition
         assert definition is not None
         signal, dispose = fuse_signals(self.call.signal, layer_signal)
@@ -264,8 +226,8 @@ class Invocation:
                 args=self.call.args,
             )
             self._runs.append(ctx)
-            with anyio.CancelScope() as cancel_scope:
-                unlink = signal.add_callback(lambda _reason: cancel_scope.cancel())
+            with anyio.CancelScope() as cancellation:
+                remove_callback = signal.add_callback(lambda _reason: cancellation.cancel())
                 try:
                     if definition.is_async:
                         value = await definition.execute(self.call.args, ctx)
@@ -275,18 +237,12 @@ class Invocation:
                         )
                         value = await _maybe_await(value)
                 except ToolError as exc:
-                    return ToolResult.failure(
-                        ErrorCode(exc.code),
-                        exc.message,
-                        name=exc.name,
-                        content=exc.content,
-                        meta=exc.meta,
-                    )
+                    return _tool_error_result(exc)
                 except Exception as exc:
                     return ToolResult.failure(ErrorCode.TOOL_ERROR, _error_text(exc))
                 finally:
-                    unlink()
-            if cancel_scope.cancelled_caught:
+                    remove_callback()
+            if cancellation.cancelled_caught:
                 return ToolResult.failure(ErrorCode.ABORTED, _aborted_message(signal))
             return self._normalize(definition, value)
         finally:
@@ -334,13 +290,13 @@ class Invocation:
         if contexts:
             result = result.replace(additional_contexts=[*result.additional_contexts, *contexts])
         self.result = result
-        events = self.registry._events
+        events = self._events
         if events.observed("result"):
             events.emit("result", ToolResultEvent(self.call, result))
         return result
 
     async def _post_execute(self, result: ToolResult) -> ToolResult:
-        for hook in self.registry._hooks.post_execute():
+        for hook in self._hooks.post_execute.snapshot():
             try:
                 decision = hook(self.call, result)
                 if decision is not None and inspect.isawaitable(decision):
@@ -399,6 +355,25 @@ class Invocation:
                 f"finalize_content failed: {_error_text(exc)}",
                 meta=None if result.meta is None else dict(result.meta),
             )
+
+
+def _tool_error_result(exc: ToolError) -> ToolResult:
+    """A body's ``ToolError`` as its failure; a malformed one is still the tool's failure."""
+    try:
+        code = ErrorCode(exc.code)
+    except ValueError:
+        return ToolResult.failure(
+            ErrorCode.TOOL_ERROR,
+            f"{exc.message} (the tool raised ToolError with the unknown code {exc.code!r})",
+        )
+    try:
+        return ToolResult.failure(
+            code, exc.message, name=exc.name, content=exc.content, meta=exc.meta
+        )
+    except Exception as bad:  # its content or meta is not what a result can carry
+        return ToolResult.failure(
+            ErrorCode.TOOL_ERROR, f"the tool raised a malformed ToolError: {_error_text(bad)}"
+        )
 
 
 def _aborted_message(signal: AbortSignal) -> str:

@@ -6,20 +6,26 @@ import contextlib
 import fnmatch
 import functools
 import weakref
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final, Protocol
 
 import anyio
 
+from ._call import NextFn, Observer, PostDecision, PostExecuteHook, ToolCall
+from ._config import Disposer, RepeatReminderConfig
 from ._json import canonical_json
-from ._pipeline import NextFn, PostDecision, ToolCall
 from ._result import ErrorCode, ToolResult, user_context
+from ._scope import Scope
 from ._signal import AbortController, fuse_signals
 
-if TYPE_CHECKING:
-    from ._registry import Scope, ToolRegistry
+__all__ = ("PluginHost", "RepeatToolReminder", "timeout_policy")
 
-__all__ = ("RepeatReminderConfig", "RepeatToolReminder", "timeout_policy")
+
+class PluginHost(Protocol):
+    """What a plugin needs from a registry: adding a post-execute hook, observing an event."""
+
+    def post_execute(self, hook: PostExecuteHook, *, order: int = 0) -> Disposer: ...
+
+    def on(self, event: str, callback: Observer) -> Disposer: ...
 
 
 class _TimedOut:
@@ -37,17 +43,17 @@ class _TimedOut:
 async def timeout_policy(call: ToolCall, next_: NextFn) -> ToolResult:
     """An execute wrapper enforcing the tool's own ``timeout_ms`` as a cooperative deadline."""
     definition = call.definition
-    budget = None if definition is None else definition.timeout_ms
-    if budget is None:
+    timeout_ms = None if definition is None else definition.timeout_ms
+    if timeout_ms is None:
         return await next_()
     timer = AbortController()
     fired = False
 
     async def run_timer() -> None:
         nonlocal fired
-        await anyio.sleep(budget / 1000)
+        await anyio.sleep(timeout_ms / 1000)
         fired = True
-        timer.abort(_TimedOut(budget))
+        timer.abort(_TimedOut(timeout_ms))
 
     deadline, dispose = fuse_signals(call.signal, timer.signal)
     try:
@@ -60,7 +66,9 @@ async def timeout_policy(call: ToolCall, next_: NextFn) -> ToolResult:
     finally:
         dispose()
     if fired:
-        return ToolResult.failure(ErrorCode.TOOL_TIMEOUT, f"tool call timed out after {budget}ms")
+        return ToolResult.failure(
+            ErrorCode.TOOL_TIMEOUT, f"tool call timed out after {timeout_ms}ms"
+        )
     return result
 
 
@@ -70,16 +78,6 @@ def _tracks(name: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bo
     if include and not any(fnmatch.fnmatchcase(name, p) for p in include):
         return False
     return not any(fnmatch.fnmatchcase(name, p) for p in exclude)
-
-
-@dataclass(frozen=True, slots=True)
-class RepeatReminderConfig:
-    """Settings of the repeat-tool reminder."""
-
-    thresholds: tuple[int, ...] = (3, 5, 8)
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ("todo_write",)
-    arguments_preview_chars: int = 500
 
 
 SOURCE: Final = {"kind": "plugin", "plugin": "repeat-tool-reminder"}
@@ -100,7 +98,7 @@ class RepeatToolReminder:
         self.config = config or RepeatReminderConfig()
         self._chains: weakref.WeakKeyDictionary[Scope, _Chain] = weakref.WeakKeyDictionary()
 
-    def install(self, registry: ToolRegistry) -> Any:
+    def install(self, registry: PluginHost) -> Disposer:
         """Attach to ``registry`` (post-execute and ``agent/pre-step``); return a disposer."""
         disposers = [
             registry.post_execute(self.on_post_execute, order=1000),
@@ -121,7 +119,7 @@ class RepeatToolReminder:
         except TypeError:  # unhashable pattern lists: match without the cache
             return _tracks.__wrapped__(name, include, exclude)
 
-    def reset(self, scope: Any) -> None:
+    def reset(self, scope: Scope) -> None:
         """Forget the chain of an agent scope (a user prompt arrived)."""
         with contextlib.suppress(TypeError):
             self._chains.pop(scope, None)

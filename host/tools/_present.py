@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -90,6 +92,7 @@ class WebCard:
 
 Card = GenericCard | TerminalCard | DiffCard | SearchCard | ReadCard | WebCard
 _CARDS = (GenericCard, TerminalCard, DiffCard, SearchCard, ReadCard, WebCard)
+_log = logging.getLogger("host.tools")
 
 
 def card_to_dict(card: Card) -> dict[str, Any]:
@@ -98,14 +101,28 @@ def card_to_dict(card: Card) -> dict[str, Any]:
     return {key: list(value) if isinstance(value, tuple) else value for key, value in out.items()}
 
 
+def _card(
+    hook: str, definition: ToolDefinition, build: Callable[..., object], *args: object
+) -> Card | None:
+    """The tool's own card, or None (logged, as observers are) when its hook fails or misfires."""
+    try:
+        card = build(*args)
+    except Exception:
+        _log.exception("%s of %r failed", hook, definition.name)
+        return None
+    if card is None or isinstance(card, _CARDS):  # None: the tool has no card of its own here
+        return card
+    if inspect.iscoroutine(card):
+        card.close()
+    _log.warning("%s of %r returned %s, not a card", hook, definition.name, type(card).__name__)
+    return None
+
+
 def present_call(definition: ToolDefinition, args: Any) -> Card:
     """The card for "about to call": the tool's own ``present_call``, else a generic card."""
     if definition.present_call is not None:
-        try:
-            card = definition.present_call(args)
-        except Exception:
-            card = None
-        if isinstance(card, _CARDS):
+        card = _card("present_call", definition, definition.present_call, args)
+        if card is not None:
             return card
     return GenericCard(title=definition.name, body=canonical_json(args, sort_keys=False))
 
@@ -113,11 +130,8 @@ def present_call(definition: ToolDefinition, args: Any) -> Card:
 def present_result(definition: ToolDefinition, args: Any, result: Mapping[str, Any]) -> Card:
     """The card for a persisted result dict (``meta.presentation`` included); generic fallback."""
     if definition.present_result is not None:
-        try:
-            card = definition.present_result(args, result)
-        except Exception:
-            card = None
-        if isinstance(card, _CARDS):
+        card = _card("present_result", definition, definition.present_result, args, result)
+        if card is not None:
             return card
     parts = result.get("content") or ()
     body = "\n".join(

@@ -1,49 +1,33 @@
-"""The registry: scopes and visibility, hooks, events, and the ``invoke`` entry point."""
+"""The registry: tools by scope, the hook and event registration, and ``invoke``."""
 
 from __future__ import annotations
 
 import itertools
-import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from ._batch import run_tool_calls
+from ._batch import ToolCallRequest, run_tool_calls
+from ._call import (
+    AskHandler,
+    ExecuteWrapper,
+    Guard,
+    Observer,
+    PostExecuteHook,
+    PreExecuteHook,
+)
+from ._config import MODES, Disposer, PresentationMode, ToolsConfig
 from ._definition import ToolDefinition
 from ._exceptions import ReservedToolNameError, ScopeError, ToolDefinitionError
-from ._pipeline import Invocation, NextFn, ToolCall
-from ._plugins import RepeatReminderConfig, RepeatToolReminder, timeout_policy
+from ._hooks import Events, Hooks
+from ._pipeline import Invocation
+from ._plugins import RepeatToolReminder, timeout_policy
 from ._result import ToolResult
 from ._schema import to_json_schema
+from ._scope import RUN_CODE, Scope, add_tool, resolve, tool_names
 from ._signal import AbortSignal
 
-__all__ = (
-    "RUN_CODE",
-    "PresentationMode",
-    "Scope",
-    "ToolRegistry",
-    "ToolSchema",
-    "ToolsConfig",
-)
-
-RUN_CODE: Final = "run_code"
-"""The reserved name of code mode's transport tool."""
-
-PresentationMode = Literal["native", "code", "both"]
-_MODES: Final = ("native", "code", "both")
-_log = logging.getLogger("host.tools")
-
-Disposer = Callable[[], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolsConfig:
-    """Registry settings: default presentation mode, batch pool size, guard plugins."""
-
-    mode: PresentationMode = "native"
-    max_parallel_tool_calls: int = 10
-    timeout_policy: bool = True
-    repeat_reminder: RepeatReminderConfig | None = field(default_factory=RepeatReminderConfig)
+__all__ = ("ToolRegistry", "ToolSchema")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,154 +47,6 @@ class ToolSchema:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class _Mask:
-    allow: frozenset[str] | None
-    deny: frozenset[str] | None
-
-    def passes(self, name: str) -> bool:
-        if self.allow is not None:
-            return name in self.allow
-        return self.deny is None or name not in self.deny
-
-
-class Scope:
-    """A visibility scope: a registry's global scope, or an agent scope (a child of another)."""
-
-    __slots__ = ("__weakref__", "_masks", "_mode", "_own", "label", "parent", "registry")
-
-    def __init__(self, registry: ToolRegistry, parent: Scope | None, label: str) -> None:
-        self.registry = registry
-        self.parent = parent
-        self.label = label
-        self._own: dict[str, ToolDefinition] = {}
-        self._masks: list[_Mask] = []
-        self._mode: PresentationMode | None = None
-
-    def __repr__(self) -> str:
-        return f"<Scope {self.label}>"
-
-    @property
-    def is_agent(self) -> bool:
-        """True for an agent scope, False for the registry's global scope."""
-        return self.parent is not None
-
-    def register(self, definition: ToolDefinition) -> Disposer:
-        """Register a tool in this scope (shadowing inherited ones); return its disposer."""
-        return self.registry.register(definition, scope=self)
-
-    def restrict(
-        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
-    ) -> Disposer:
-        """Mask inherited tools: an allow or a deny list (agent scopes only); return a disposer."""
-        if not self.is_agent:
-            raise ScopeError("restrict() is only available on an agent scope")
-        if (allow is None) == (deny is None):
-            raise ValueError("restrict() takes exactly one of allow= or deny=")
-        names = frozenset([allow] if isinstance(allow, str) else allow or ())
-        names |= frozenset([deny] if isinstance(deny, str) else deny or ())
-        if RUN_CODE in names:
-            raise ReservedToolNameError(f"{RUN_CODE!r} is reserved and cannot be restricted")
-        mask = _Mask(names if allow is not None else None, names if deny is not None else None)
-        self._masks.append(mask)
-
-        def dispose() -> None:
-            if mask in self._masks:
-                self._masks.remove(mask)
-
-        return dispose
-
-    def present_as(self, mode: PresentationMode) -> None:
-        """Set this agent's presentation mode, shadowing the config default."""
-        if not self.is_agent:
-            raise ScopeError("present_as() is only available on an agent scope")
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
-        self._mode = mode
-
-    @property
-    def mode(self) -> PresentationMode:
-        """The effective presentation mode: this agent's own choice, else the config default."""
-        return self._mode or self.registry.config.mode
-
-
-class _Hooks:
-    """Ordered hook lists with disposers; each kind's snapshot is kept until the list changes."""
-
-    def __init__(self) -> None:
-        self._seq = itertools.count()
-        self._lists: dict[str, list[tuple[int, int, Any, bool]]] = {}
-        self._snapshots: dict[tuple[str, bool], tuple[Any, ...]] = {}
-
-    def add(self, kind: str, fn: Any, order: int, *, skip_untimed: bool = False) -> Disposer:
-        """Add ``fn``; ``skip_untimed``: it only matters for a tool with a ``timeout_ms``."""
-        entry = (order, next(self._seq), fn, skip_untimed)
-        entries = self._lists.setdefault(kind, [])
-        entries.append(entry)
-        entries.sort(key=lambda item: (item[0], item[1]))
-        self._forget(kind)
-
-        def dispose() -> None:
-            if entry in entries:
-                entries.remove(entry)
-                self._forget(kind)
-
-        return dispose
-
-    def _forget(self, kind: str) -> None:
-        for untimed in (False, True):
-            self._snapshots.pop((kind, untimed), None)
-
-    def _get(self, kind: str, untimed: bool = False) -> tuple[Any, ...]:
-        # Every call used to copy the list; an immutable snapshot rebuilt on change is the same.
-        snapshot = self._snapshots.get((kind, untimed))
-        if snapshot is None:
-            entries = self._lists.get(kind, ())
-            snapshot = tuple(fn for _, _, fn, skip in entries if not (untimed and skip))
-            self._snapshots[kind, untimed] = snapshot
-        return snapshot
-
-    def pre_execute(self) -> tuple[Any, ...]:
-        return self._get("pre")
-
-    def guards(self) -> tuple[Any, ...]:
-        return self._get("guard")
-
-    def wrappers(self, *, timed: bool = True) -> tuple[Any, ...]:
-        return self._get("wrap", untimed=not timed)
-
-    def post_execute(self) -> tuple[Any, ...]:
-        return self._get("post")
-
-
-class _Events:
-    """Named events with sync observers; an observer's exception is logged, never raised."""
-
-    def __init__(self) -> None:
-        self._observers: dict[str, list[Callable[[Any], None]]] = {}
-
-    def on(self, name: str, callback: Callable[[Any], None]) -> Disposer:
-        observers = self._observers.setdefault(name, [])
-        observers.append(callback)
-
-        def dispose() -> None:
-            if callback in observers:
-                observers.remove(callback)
-
-        return dispose
-
-    def observed(self, name: str) -> bool:
-        """True when ``name`` has at least one observer (so its payload is worth building)."""
-        return bool(self._observers.get(name))
-
-    def emit(self, name: str, payload: Any) -> None:
-        for callback in list(self._observers.get(name, ())):
-            try:
-                callback(payload)
-            except Exception:
-                _log.exception("observer of %r failed", name)
-
-
 class ToolRegistry:
     """Tools by scope, the pipeline hooks, named events, and ``invoke``."""
 
@@ -218,27 +54,35 @@ class ToolRegistry:
         self,
         config: ToolsConfig | None = None,
         *,
-        ask_handler: Callable[[ToolCall, Any], Any] | None = None,
+        ask_handler: AskHandler | None = None,
     ) -> None:
         self.config = config or ToolsConfig()
-        if self.config.mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, got {self.config.mode!r}")
-        self.ask_handler = ask_handler
+        if self.config.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.config.mode!r}")
         self.root = Scope(self, None, "global")
         self._agents = itertools.count(1)
         self._run_code: ToolDefinition | None = None
-        self._hooks = _Hooks()
-        self._events = _Events()
+        self._hooks = Hooks(ask_handler)
+        self._events = Events()
         self.reminder: RepeatToolReminder | None = None
         self._install_plugins()
 
     def _install_plugins(self) -> None:
         if self.config.timeout_policy:
             # Without a tool's timeout_ms the policy only calls next(): skip it for such tools.
-            self._hooks.add("wrap", timeout_policy, -1000, skip_untimed=True)
+            self._hooks.wrappers.add(timeout_policy, -1000, timed_only=True)
         if self.config.repeat_reminder is not None:
             self.reminder = RepeatToolReminder(self.config.repeat_reminder)
             self.reminder.install(self)
+
+    @property
+    def ask_handler(self) -> AskHandler | None:
+        """The host's handler of ``Ask`` decisions ``(call, ask) -> bool`` (maybe async)."""
+        return self._hooks.ask_handler
+
+    @ask_handler.setter
+    def ask_handler(self, handler: AskHandler | None) -> None:
+        self._hooks.ask_handler = handler
 
     # -- scopes and definitions ------------------------------------------------------------
 
@@ -256,15 +100,7 @@ class ToolRegistry:
             raise ToolDefinitionError(f"not a tool definition: {definition!r}")
         if definition.name == RUN_CODE:
             raise ReservedToolNameError(f"{RUN_CODE!r} is reserved and cannot be registered")
-        if definition.name in scope._own:
-            raise ToolDefinitionError(f"{definition.name!r} is already registered in {scope}")
-        scope._own[definition.name] = definition
-
-        def dispose() -> None:
-            if scope._own.get(definition.name) is definition:
-                del scope._own[definition.name]
-
-        return dispose
+        return add_tool(scope, definition)
 
     def install_run_code(self, definition: ToolDefinition) -> None:
         """Install the reserved ``run_code`` tool, once, for code mode; it cannot be removed."""
@@ -285,24 +121,11 @@ class ToolRegistry:
         """The definition ``name`` resolves to in ``scope`` (shadowing and masks applied)."""
         if name == RUN_CODE:
             return self._run_code
-        current: Scope | None = self._scope(scope)
-        masks: list[_Mask] = []
-        while current is not None:
-            definition = current._own.get(name)
-            if definition is not None:
-                return definition if all(mask.passes(name) for mask in masks) else None
-            masks.extend(current._masks)
-            current = current.parent
-        return None
+        return resolve(self._scope(scope), name)
 
     def visible(self, scope: Scope | None = None) -> list[ToolDefinition]:
         """Every tool visible in ``scope`` except ``run_code``, sorted by name."""
-        names: set[str] = set()
-        current: Scope | None = self._scope(scope)
-        while current is not None:
-            names.update(current._own)
-            current = current.parent
-        found = (self.get(name, scope) for name in sorted(names))
+        found = (self.get(name, scope) for name in sorted(set(tool_names(self._scope(scope)))))
         return [definition for definition in found if definition is not None]
 
     def schemas(self, scope: Scope | None = None) -> list[ToolSchema]:
@@ -327,31 +150,27 @@ class ToolRegistry:
 
     # -- hooks and events ------------------------------------------------------------------
 
-    def pre_execute(self, hook: Callable[[ToolCall, Any], Any], *, order: int = 0) -> Disposer:
+    def pre_execute(self, hook: PreExecuteHook, *, order: int = 0) -> Disposer:
         """Add a pre-execute hook ``(call, decision) -> Allow | Deny | Ask | None``, maybe async."""
-        return self._hooks.add("pre", hook, order)
+        return self._hooks.pre_execute.add(hook, order)
 
-    def guard(self, guard: Callable[[ToolCall], str | None]) -> Disposer:
+    def guard(self, guard: Guard) -> Disposer:
         """Add a synchronous guard ``(call) -> reason | None``; a reason rejects the call."""
-        return self._hooks.add("guard", guard, 0)
+        return self._hooks.guards.add(guard)
 
-    def wrap_execute(
-        self, wrapper: Callable[[ToolCall, NextFn], Any], *, order: int = 0
-    ) -> Disposer:
+    def wrap_execute(self, wrapper: ExecuteWrapper, *, order: int = 0) -> Disposer:
         """Add a wrapper ``async (call, next) -> ToolResult`` around dispatch (low order: outer)."""
-        return self._hooks.add("wrap", wrapper, order)
+        return self._hooks.wrappers.add(wrapper, order)
 
-    def post_execute(
-        self, hook: Callable[[ToolCall, ToolResult], Any], *, order: int = 0
-    ) -> Disposer:
+    def post_execute(self, hook: PostExecuteHook, *, order: int = 0) -> Disposer:
         """Add a post-execute hook ``(call, result) -> PostDecision | None`` (may be async)."""
-        return self._hooks.add("post", hook, order)
+        return self._hooks.post_execute.add(hook, order)
 
-    def on(self, event: str, callback: Callable[[Any], None]) -> Disposer:
+    def on(self, event: str, callback: Observer) -> Disposer:
         """Observe a named event (``result``, ``agent/pre-step``, …); return a disposer."""
         return self._events.on(event, callback)
 
-    def emit(self, event: str, payload: Any) -> None:
+    def emit(self, event: str, payload: object) -> None:
         """Publish a named event to its observers (``agent/pre-step`` takes the agent scope)."""
         self._events.emit(event, payload)
 
@@ -389,6 +208,8 @@ class ToolRegistry:
         """Start an invocation; a scheduler runs ``prepare``, ``dispatch`` and ``finish``."""
         return Invocation(
             self,
+            self._hooks,
+            self._events,
             name=name,
             args=args,
             scope=self._scope(scope),
@@ -398,7 +219,7 @@ class ToolRegistry:
 
     async def invoke_batch(
         self,
-        calls: Sequence[Any],
+        calls: Sequence[ToolCallRequest],
         *,
         scope: Scope | None = None,
         signal: AbortSignal | None = None,

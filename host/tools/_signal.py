@@ -20,7 +20,7 @@ class AbortSignal:
 
     def __init__(self) -> None:
         self._fired = False
-        self._reason: Any = None
+        self._reason: object = None
         self._waiters: list[anyio.Event] = []
         self._callbacks: list[Callable[[Any], None]] = []
 
@@ -62,7 +62,7 @@ class AbortSignal:
 
         return dispose
 
-    def _fire(self, reason: Any) -> None:
+    def _fire(self, reason: object) -> None:
         if self._fired:
             return
         self._fired = True
@@ -90,7 +90,7 @@ class AbortController:
     def __repr__(self) -> str:
         return f"<AbortController {self.signal!r}>"
 
-    def abort(self, reason: Any = "aborted") -> None:
+    def abort(self, reason: object = "aborted") -> None:
         """Fire the signal with ``reason`` (later calls do nothing); call it on the event loop."""
         self.signal._fire(reason)
 

@@ -113,6 +113,28 @@ def test_raising_invalid_unknown_and_hidden_calls_are_exclusive() -> None:
     assert not is_concurrency_safe(registry, req("nope", "a"), root)
 
 
+def test_a_raising_or_async_classifier_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    registry = ToolRegistry(QUIET)
+
+    def boom(args: Any) -> bool:
+        raise RuntimeError("classifier bug")
+
+    async def later(args: Any) -> bool:
+        return True
+
+    registry.register(Probe().tool("raises", boom))
+    registry.register(Probe().tool("coro", later))
+    registry.register(Probe().tool("fine", lambda args: False))
+    for name in ("raises", "coro", "fine"):
+        assert not is_concurrency_safe(registry, req(name, "a"), registry.root)
+    records = [r for r in caplog.records if r.name == "host.tools"]
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("ERROR", "concurrency_safe of 'raises' failed"),
+        ("WARNING", "concurrency_safe of 'coro' must be synchronous"),
+    ]
+    assert records[0].exc_info is not None
+
+
 @pytest.mark.anyio
 async def test_parallel_calls_overlap_and_results_keep_model_order() -> None:
     registry, probe = setup()

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import subprocess
 import sys
 import types
+from pathlib import Path
+
+import pytest
 
 import host.tools
+
+MODULES = sorted(path.stem for path in Path(host.tools.__file__).parent.glob("_[!_]*.py"))
 
 
 def test_all_matches_the_public_names() -> None:
@@ -40,3 +47,25 @@ def test_import_does_not_drag_in_other_packages() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+@pytest.mark.parametrize("stem", MODULES)
+def test_each_private_module_says_what_it_is_and_exports_only_its_own_names(stem: str) -> None:
+    module = importlib.import_module(f"host.tools.{stem}")
+    assert module.__doc__ and module.__doc__.strip(), stem
+    assert isinstance(module.__all__, tuple), stem
+    assert len(set(module.__all__)) == len(module.__all__), stem
+    tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    assert set(module.__all__) <= _defined(tree), stem

@@ -15,16 +15,23 @@ from host.tools import (
     Deny,
     ErrorCode,
     PostDecision,
+    Scope,
     ToolCall,
+    ToolDefinition,
+    ToolError,
     ToolRegistry,
     ToolResult,
     ToolResultEvent,
     ToolRunContext,
     ToolsConfig,
+    _pipeline,
     define_tool,
+    freeze,
     schema,
     tool,
 )
+from host.tools._hooks import Events, Hooks
+from host.tools._pipeline import Invocation
 
 from .helpers import QUIET, echo, traced_registry
 
@@ -484,3 +491,116 @@ async def test_a_100000_level_argument_passes_the_whole_pipeline() -> None:
     assert bad.code is ErrorCode.INVALID_ARGS
     assert bad.error is not None
     assert bad.error.message.endswith("expected a JSON value, got a non-JSON tuple")
+
+
+async def test_a_tool_error_with_an_unknown_code_is_the_tools_failure() -> None:
+    registry = ToolRegistry(QUIET)
+
+    def bad_code(args: Any, ctx: ToolRunContext) -> Any:
+        raise ToolError("quota gone", code="NOT_A_CODE")
+
+    registry.register(define_tool(name="q", description="", parameters={}, execute=bad_code))
+    result = await registry.invoke("q", {})
+    assert result.code is ErrorCode.TOOL_ERROR
+    assert result.error is not None
+    assert result.error.name == "ToolExecutionError"
+    assert result.error.message == (
+        "quota gone (the tool raised ToolError with the unknown code 'NOT_A_CODE')"
+    )
+
+
+async def test_a_tool_error_with_malformed_content_is_the_tools_failure() -> None:
+    registry = ToolRegistry(QUIET)
+
+    def bad_content(args: Any, ctx: ToolRunContext) -> Any:
+        raise ToolError("nope", code="DENIED", content=42)
+
+    registry.register(define_tool(name="c", description="", parameters={}, execute=bad_content))
+    result = await registry.invoke("c", {})
+    assert result.code is ErrorCode.TOOL_ERROR
+    assert result.error is not None
+    assert result.error.name == "ToolExecutionError"
+    assert result.error.message.startswith("the tool raised a malformed ToolError: TypeError:")
+
+
+async def test_a_fault_in_the_pipelines_own_steps_is_not_blamed_on_a_wrapper(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = ToolRegistry(QUIET)
+    sentinel = "value our own freeze chokes on"
+
+    def faulty_freeze(value: Any) -> Any:  # stands in for a bug in our normalisation
+        if value == sentinel:
+            raise RuntimeError("normalisation bug")
+        return freeze(value)
+
+    monkeypatch.setattr(_pipeline, "freeze", faulty_freeze)
+    registry.register(
+        define_tool(name="s", description="", parameters={}, execute=lambda a, c: sentinel)
+    )
+    seen: list[ToolResult] = []
+
+    async def passthrough(call: ToolCall, next_: Any) -> ToolResult:
+        result: ToolResult = await next_()
+        seen.append(result)
+        return result
+
+    for with_wrapper in (False, True):
+        if with_wrapper:
+            registry.wrap_execute(passthrough)
+        caplog.clear()
+        result = await registry.invoke("s", {})
+        assert result.code is ErrorCode.TOOL_ERROR
+        assert result.error is not None
+        assert result.error.name == "ToolPipelineError"
+        assert result.error.message == (
+            "internal error in the tool pipeline: RuntimeError: normalisation bug"
+        )
+        [record] = [r for r in caplog.records if r.name == "host.tools"]
+        assert record.levelname == "ERROR"
+        assert record.exc_info is not None
+    assert seen == [result]  # the wrapper got a result, not our exception
+
+
+async def test_an_invocation_needs_only_a_resolver_and_its_hooks_and_events() -> None:
+    class OneTool:  # the one method the pipeline needs from a registry
+        def get(self, name: str, scope: Scope | None = None) -> ToolDefinition | None:
+            return echo() if name == "echo" else None
+
+    hooks, events = Hooks(), Events()
+    trace: list[str] = []
+    hooks.guards.add(lambda call: trace.append(f"guard {call.name}"))
+    events.on("result", lambda event: trace.append(f"result {event.result.value}"))
+    scope = ToolRegistry(QUIET).root
+    for name in ("echo", "nope"):
+        invocation = Invocation(
+            OneTool(),
+            hooks,
+            events,
+            name=name,
+            args={"text": "hi"},
+            scope=scope,
+            signal=AbortSignal(),
+            call_id=None,
+        )
+        await invocation.prepare()
+        await invocation.dispatch()
+        await invocation.finish()
+    assert trace == ["guard echo", "result hi", "result None"]
+    assert invocation.result is not None
+    assert invocation.result.code is ErrorCode.UNKNOWN_TOOL
+
+
+async def test_the_ask_handler_can_be_set_after_construction() -> None:
+    registry = ToolRegistry(QUIET)
+    registry.register(echo())
+    registry.pre_execute(lambda call, decision: Ask("run echo?"))
+    assert registry.ask_handler is None
+    assert (await registry.invoke("echo", {"text": "x"})).code is ErrorCode.DENIED
+
+    def approve(call: ToolCall, ask: Ask) -> bool:
+        return True
+
+    registry.ask_handler = approve
+    assert registry.ask_handler is approve
+    assert not (await registry.invoke("echo", {"text": "x"})).is_error

@@ -76,3 +76,33 @@ def test_broken_or_unknown_cards_fall_back() -> None:
     definition = reader(present_call=broken, present_result=lambda args, result: "not a card")
     assert isinstance(present_call(definition, {}), GenericCard)
     assert isinstance(present_result(definition, {}, {"content": []}), GenericCard)
+
+
+def test_a_broken_card_hook_is_logged_not_silent(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("ui bug")
+
+    definition = reader(present_call=broken, present_result=broken)
+    assert isinstance(present_call(definition, {}), GenericCard)
+    assert isinstance(present_result(definition, {}, {"content": []}), GenericCard)
+    records = [r for r in caplog.records if r.name == "host.tools"]
+    assert [r.getMessage() for r in records] == [
+        "present_call of 'read_file' failed",
+        "present_result of 'read_file' failed",
+    ]
+    assert all(r.levelname == "ERROR" and r.exc_info is not None for r in records)
+
+
+def test_a_card_hook_returning_no_card_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    definition = reader(present_call=lambda args: "text", present_result=lambda a, r: 3)
+    assert isinstance(present_call(definition, {}), GenericCard)
+    assert isinstance(present_result(definition, {}, {"content": []}), GenericCard)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "host.tools"] == [
+        ("WARNING", "present_call of 'read_file' returned str, not a card"),
+        ("WARNING", "present_result of 'read_file' returned int, not a card"),
+    ]
+    caplog.clear()
+    quiet = reader(present_call=lambda args: None, present_result=lambda a, r: None)
+    assert isinstance(present_call(quiet, {}), GenericCard)  # None: "no card of my own"
+    assert isinstance(present_result(quiet, {}, {"content": []}), GenericCard)
+    assert caplog.records == []
