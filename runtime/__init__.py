@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         FAILURE_KINDS,
         AbortSignalLike,
         Binding,
+        CallStyle,
         CodeRuntime,
         FailureKind,
         Limits,
@@ -22,13 +23,19 @@ if TYPE_CHECKING:
         RunResult,
         RunStats,
     )
-    from runtime._errors import RuntimeClosedError, RuntimeUsageError, ToolCallError
+    from runtime._errors import (
+        RuntimeClosedError,
+        RuntimeEnvironmentError,
+        RuntimeUsageError,
+        ToolCallError,
+    )
     from runtime._json import json_problem
 
 __all__ = (
     "FAILURE_KINDS",
     "AbortSignalLike",
     "Binding",
+    "CallStyle",
     "CodeRuntime",
     "FailureKind",
     "Limits",
@@ -37,6 +44,7 @@ __all__ = (
     "RunResult",
     "RunStats",
     "RuntimeClosedError",
+    "RuntimeEnvironmentError",
     "RuntimeUsageError",
     "ToolCallError",
     "json_problem",
@@ -44,6 +52,7 @@ __all__ = (
 
 _WHERE = {
     "RuntimeClosedError": "runtime._errors",
+    "RuntimeEnvironmentError": "runtime._errors",
     "RuntimeUsageError": "runtime._errors",
     "ToolCallError": "runtime._errors",
     "json_problem": "runtime._json",

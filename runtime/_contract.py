@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+import typing
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -11,6 +12,7 @@ __all__ = (
     "FAILURE_KINDS",
     "AbortSignalLike",
     "Binding",
+    "CallStyle",
     "CodeRuntime",
     "FailureKind",
     "Limits",
@@ -30,7 +32,7 @@ FailureKind = Literal[
     "aborted",
     "died",
 ]
-FAILURE_KINDS: tuple[str, ...] = FailureKind.__args__  # type: ignore[attr-defined]
+FAILURE_KINDS: tuple[str, ...] = typing.get_args(FailureKind)
 
 #: A binding: an async host callable taking the JSON arguments and returning a JSON value.
 Binding = Callable[[Any], Awaitable[Any]]
@@ -55,6 +57,23 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, field)
             if type(value) is not int or value <= 0:
                 raise ValueError(f"Limits.{field} must be a positive int, got {value!r}")
+            if value > _LIMIT_MAX[field]:
+                raise ValueError(
+                    f"Limits.{field} must be at most {_LIMIT_MAX[field]} (what the platform can "
+                    f"represent), got {value}"
+                )
+
+
+#: The largest value of each limit: what rlimits, timers and sizes can represent here.
+_LIMIT_MAX: dict[str, int] = {
+    "compute_ms": 2**40,  # ~35 years
+    "max_wall_ms": 2**40,
+    "max_output_bytes": 2**62,
+    "max_heap_mb": 2**42,  # 2**62 bytes: RLIMIT_DATA is a 64-bit byte count
+    "max_parallel_sub_calls": 2**20,
+}
+
+CallStyle = Literal["async", "sync"]
 
 
 @runtime_checkable
@@ -76,6 +95,9 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     """JSON values made globals of the program."""
     limits: Limits = msgspec.field(default_factory=Limits)
     policy: Literal["python", "restricted"] = "python"
+    call_style: CallStyle = "async"
+    """How the program calls bindings: ``await tools.x(...)`` ("async") or ``tools.x(...)``,
+    blocking the calling thread until the reply ("sync"); either from any thread or loop."""
     on_log: Callable[[str], None] | None = None
     """Called with each log line as the child writes it (without the newline)."""
     abort: AbortSignalLike | None = None

@@ -3,16 +3,20 @@
 The tree::
 
     Exception
-    ├── ToolCallError       raised *inside a program* when a binding call fails
-    └── RuntimeUsageError   raised to the *caller* who broke the runtime's contract
-        └── RuntimeClosedError   run() after aclose()
+    ├── ToolCallError             raised *inside a program* when a binding call fails
+    ├── RuntimeUsageError         raised to the *caller* who broke the runtime's contract
+    │   └── RuntimeClosedError    run() after aclose(): the runtime is no longer usable
+    └── RuntimeEnvironmentError   raised to the caller when *this machine* cannot give runs
+                                  what the runtime needs or was asked for (the template does
+                                  not start, a requested isolation level is unavailable); the
+                                  runtime stays usable and the next run tries again
 
 A run never raises for what the program did: those outcomes are ``RunResult.error``.
 """
 
 from __future__ import annotations
 
-__all__ = ("RuntimeClosedError", "RuntimeUsageError", "ToolCallError")
+__all__ = ("RuntimeClosedError", "RuntimeEnvironmentError", "RuntimeUsageError", "ToolCallError")
 
 
 class ToolCallError(Exception):
@@ -37,3 +41,7 @@ class RuntimeUsageError(Exception):
 
 class RuntimeClosedError(RuntimeUsageError):
     """Raised by ``run()`` after ``aclose()``: the runtime is no longer usable."""
+
+
+class RuntimeEnvironmentError(Exception):
+    """Raised when this machine cannot run programs as asked (not the caller's mistake)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ("MAX_DEPTH", "json_problem")
+__all__ = ("MAX_DEPTH", "JsonTooLarge", "json_problem")
 
 #: Deepest nesting accepted; msgspec's encoder recurses, so deeper values cannot cross the pipe.
 MAX_DEPTH = 500
@@ -14,8 +14,18 @@ _SCALARS = (str, int, bool, type(None))
 #: Python's default limit on int <-> str conversion (sys.int_max_str_digits): JSON cannot
 #: carry a longer integer through a default interpreter, ours or the reader's.
 _MAX_INT_DIGITS = 4300
-_MAX_INT_BITS = int(_MAX_INT_DIGITS * 3.3219280948873626)  # log2(10)
+#: The smallest integer with one digit too many, and its bit length (a cheap first test).
+_TOO_LONG = 10**_MAX_INT_DIGITS
+_TOO_LONG_BITS = _TOO_LONG.bit_length()
 _ENTER, _EXIT = 0, 1
+
+
+class JsonTooLarge(Exception):
+    """The value's JSON encoding would pass the byte budget given to ``json_problem``."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(f"more than {budget} bytes as JSON")
+        self.budget = budget
 
 
 def _path_text(path: list[str | int]) -> str:
@@ -36,6 +46,8 @@ def _describe(value: object) -> str:
         return f"non-finite float {value!r}"
     if kind.__name__ == "coroutine":
         return "a coroutine (did you forget `await`?)"
+    if kind.__name__ == "PendingCall" and kind.__module__ == "runtime._bridge":
+        return f"{value!r} (did you forget `await`?)"
     name = kind.__qualname__
     if isinstance(value, str | int | float | dict | list):
         return f"{name} (a subclass of {_base_name(value)}; only the plain type is JSON)"
@@ -49,12 +61,16 @@ def _base_name(value: object) -> str:
     return "object"
 
 
-def json_problem(value: Any) -> str | None:
+def json_problem(value: Any, max_bytes: int | None = None) -> str | None:
     """Say what keeps ``value`` from being lossless JSON, and where (``$.items[3]``); None if it is.
 
     Walks an explicit stack, so any nesting is checked without recursion; a cycle,
-    a tuple, a set, bytes, NaN, a dict with non-str keys or a subclass are problems.
+    a tuple, a set, bytes, NaN, a dict with non-str keys or a subclass are problems. With
+    ``max_bytes``, raises ``JsonTooLarge`` as soon as the encoding is sure to be longer, so
+    a value huge only as JSON (one row repeated a million times) costs O(max_bytes).
     """
+    budget = -1 if max_bytes is None else max_bytes
+    size = 0  # a lower bound of the encoding's length so far
     path: list[str | int] = []
     on_path: set[int] = set()
     stack: list[tuple[int, Any, str | int | None]] = [(_ENTER, value, None)]
@@ -68,8 +84,12 @@ def json_problem(value: Any) -> str | None:
         if step is not None:
             path.append(step)
         kind = type(item)
+        if budget >= 0:
+            size += _least_size(item, step)
+            if size > budget:
+                raise JsonTooLarge(budget)
         if kind in _SCALARS:
-            if kind is int and item.bit_length() > _MAX_INT_BITS:
+            if kind is int and item.bit_length() >= _TOO_LONG_BITS and abs(item) >= _TOO_LONG:
                 return f"an integer of more than {_MAX_INT_DIGITS} digits at {_path_text(path)}"
             if step is not None:
                 path.pop()
@@ -100,3 +120,19 @@ def json_problem(value: Any) -> str | None:
         else:
             stack.extend((_ENTER, item[i], i) for i in range(len(item) - 1, -1, -1))
     return None
+
+
+def _least_size(item: Any, step: str | int | None) -> int:
+    """Bytes ``item`` takes at least in a JSON encoding, with its key and separator."""
+    kind = type(item)
+    if kind is str:
+        own = len(item) + 2
+    elif kind is int:
+        own = max(1, (item.bit_length() * 3) // 10)
+    elif kind is bool or item is None:
+        own = 4
+    else:
+        own = 2 if kind is dict or kind is list else 1
+    if type(step) is str:
+        own += len(step) + 3  # "key":
+    return own + (step is not None)  # the separator before it

@@ -6,7 +6,15 @@ import os
 import signal
 import time
 
-__all__ = ("ProcStat", "children", "descendants", "is_stopped", "kill_tree", "tree_cpu_ns")
+__all__ = (
+    "ProcStat",
+    "children",
+    "descendants",
+    "is_stopped",
+    "kill_tree",
+    "process_cpu_ns",
+    "tree_cpu_ns",
+)
 
 _CPUCLOCK_SCHED = 2
 _NS_PER_TICK = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
@@ -42,8 +50,8 @@ def descendants(root: int) -> list[int]:
     return order
 
 
-def _process_cpu_ns(pid: int) -> int:
-    # The process CPU clock (all threads, nanoseconds) of another process: one syscall.
+def process_cpu_ns(pid: int) -> int:
+    """The CPU clock of process ``pid`` (all its threads), in ns; 0 if it is gone. One syscall."""
     try:
         return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_SCHED)
     except OSError:
@@ -108,7 +116,7 @@ def is_stopped(pid: int) -> bool:
 
 def tree_cpu_ns(root: int) -> int:
     """Busy CPU time of ``root`` and every process it started, live or already reaped."""
-    return sum(_process_cpu_ns(p) + _reaped_children_ns(p) for p in descendants(root))
+    return sum(process_cpu_ns(p) + _reaped_children_ns(p) for p in descendants(root))
 
 
 def kill_tree(root: int, root_pidfd: int | None = None, *, watch: bool = False) -> list[int]:

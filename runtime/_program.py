@@ -1,47 +1,170 @@
-"""Compiling a program: the body of an async function, with the last-expression rule."""
+"""Compiling and running a program as a module: CPython's semantics, plus top-level ``await``
+and ``return`` and the last-expression rule.
+
+A program compiles to module code (``PyCF_ALLOW_TOP_LEVEL_AWAIT``) executed in the module
+namespace it is given, so globals, class scopes, ``exec``/``eval``, qualnames and
+``from __future__`` behave exactly as under ``python prog.py``. Two rewrites make the extras:
+a top-level ``return v`` raises ``ProgramReturn(v)`` (a ``BaseException`` that a top-level
+``try``'s handlers let through, and that a ``with`` block's manager sees as a normal exit), and
+a trailing bare expression is recorded as the program's value.
+"""
 
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import re
+import sys
 import types
 import warnings
+from collections.abc import Coroutine
 from typing import Any, Literal
 
 __all__ = (
-    "ABSENT_NAME",
-    "ENTRY_NAME",
+    "ABSENT",
     "FILENAME",
     "LAST_NAME",
+    "RETURN_NAME",
     "Policy",
     "ProgramRejected",
+    "ProgramReturn",
     "compile_program",
+    "install_helpers",
+    "is_async",
+    "run_async",
+    "run_sync",
 )
 
 Policy = Literal["python", "restricted"]
 
 FILENAME = "<program>"
-#: The async function the program becomes, and the two helpers of the last-expression rule.
-ENTRY_NAME = "__dsh_program__"
+#: Builtins the rewritten program calls: the top-level ``return`` and the trailing expression.
+RETURN_NAME = "__dsh_return__"
 LAST_NAME = "__dsh_last__"
-ABSENT_NAME = "__dsh_absent__"
+_RETURN_GUARD = "__dsh_returning__"
+_ARETURN_GUARD = "__dsh_areturning__"
+_BOM = "\ufeff"
+
+
+class _Absent:
+    """The program completed without a result."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+class ProgramReturn(BaseException):  # noqa: N818 - it is a return, not an error
+    """Raised by a top-level ``return``; carries the program's result."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__()
+        self.value = value
 
 
 class ProgramRejected(Exception):
     """The program does not parse, or the policy rejects it (failure kind ``parse``)."""
 
-    def __init__(self, message: str, lineno: int | None = None) -> None:
+    def __init__(
+        self, message: str, lineno: int | None = None, exception_type: str = "SyntaxError"
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.lineno = lineno
+        self.exception_type = exception_type
+
+
+# ---- the program's side: helpers its rewritten code calls --------------------------------------
+
+#: The trailing expression's value, by the id of the module namespace it was computed in.
+_LAST: dict[int, Any] = {}
+
+
+def _record_last(value: Any) -> None:
+    """Record the value of the program's trailing bare expression (``None`` means no result)."""
+    if value is not None:
+        _LAST[id(sys._getframe(1).f_globals)] = value
+
+
+def _cm_error(manager: Any, protocol: str) -> TypeError:
+    return TypeError(
+        f"{type(manager).__name__!r} object does not support the {protocol}context manager protocol"
+    )
+
+
+class _Returning:
+    """Wraps a ``with`` block's manager: a top-level ``return`` in the block leaves it as a
+    function's ``return`` would, with ``__exit__(None, None, None)``."""
+
+    __slots__ = ("_exit", "_manager")
+
+    def __init__(self, manager: Any) -> None:
+        kind = type(manager)
+        if not (hasattr(kind, "__enter__") and hasattr(kind, "__exit__")):
+            raise _cm_error(manager, "")
+        self._manager = manager
+        self._exit = kind.__exit__
+
+    def __enter__(self) -> Any:
+        return type(self._manager).__enter__(self._manager)
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> Any:
+        if isinstance(value, ProgramReturn):
+            self._exit(self._manager, None, None, None)
+            return False
+        return self._exit(self._manager, kind, value, tb)
+
+
+class _AsyncReturning:
+    """``_Returning`` for ``async with``."""
+
+    __slots__ = ("_exit", "_manager")
+
+    def __init__(self, manager: Any) -> None:
+        kind = type(manager)
+        if not (hasattr(kind, "__aenter__") and hasattr(kind, "__aexit__")):
+            raise _cm_error(manager, "asynchronous ")
+        self._manager = manager
+        self._exit = kind.__aexit__
+
+    async def __aenter__(self) -> Any:
+        return await type(self._manager).__aenter__(self._manager)
+
+    async def __aexit__(self, kind: Any, value: Any, tb: Any) -> Any:
+        if isinstance(value, ProgramReturn):
+            await self._exit(self._manager, None, None, None)
+            return False
+        return await self._exit(self._manager, kind, value, tb)
+
+
+_HELPERS: dict[str, Any] = {
+    RETURN_NAME: ProgramReturn,
+    LAST_NAME: _record_last,
+    _RETURN_GUARD: _Returning,
+    _ARETURN_GUARD: _AsyncReturning,
+}
+
+
+def install_helpers(target: Any = builtins) -> None:
+    """Make the helpers the rewritten code calls reachable as builtins (a module or a dict)."""
+    if isinstance(target, dict):
+        target.update(_HELPERS)
+    else:
+        for name, value in _HELPERS.items():
+            setattr(target, name, value)
+
+
+# ---- compiling --------------------------------------------------------------------------------
 
 
 def _syntax_message(exc: SyntaxError) -> str:
     where = f"line {exc.lineno}" if exc.lineno else "unknown line"
     if exc.offset:
         where += f", column {exc.offset}"
-    text = f"SyntaxError: {exc.msg} ({where})"
+    text = f"{type(exc).__name__}: {exc.msg} ({where})"
     if exc.text:
         line = exc.text.rstrip("\n")
         text += f"\n    {line.strip()}"
@@ -51,80 +174,95 @@ def _syntax_message(exc: SyntaxError) -> str:
     return text
 
 
-def _wrap(tree: ast.Module) -> ast.Module:
-    """``<body>`` -> ``async def __dsh_program__(): <body>; return __dsh_absent__``."""
-    body: list[ast.stmt] = list(tree.body) or [ast.Pass()]
-    last = body[-1]
-    if isinstance(last, ast.Expr):
+def _rejected(exc: SyntaxError) -> ProgramRejected:
+    return ProgramRejected(_syntax_message(exc), exc.lineno, type(exc).__name__)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+class _TopLevelReturns(ast.NodeTransformer):
+    """Rewrites the module scope's ``return`` statements (not those of functions or classes)."""
+
+    def __init__(self) -> None:
+        self.found = 0
+
+    def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
+        return node  # a new scope: its returns are its own
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        self.found += 1
+        value = node.value if node.value is not None else ast.Constant(None)
+        call = ast.Call(func=ast.Name(RETURN_NAME, ast.Load()), args=[value], keywords=[])
+        return ast.copy_location(ast.Raise(exc=ast.copy_location(call, node), cause=None), node)
+
+    def _body_returns(self, node: ast.stmt, fields: tuple[str, ...]) -> bool:
+        """Rewrite ``node``'s children; True if the statements in ``fields`` held a return."""
+        before = self.found
+        for name in fields:
+            setattr(node, name, [self.visit(child) for child in getattr(node, name)])
+        inside = self.found > before
+        for name in node._fields:
+            if name not in fields and isinstance(getattr(node, name, None), list):
+                value = getattr(node, name)
+                if value and isinstance(value[0], ast.AST):
+                    setattr(node, name, [self.visit(child) for child in value])
+        return inside
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        if self._body_returns(node, ("body",)) and node.handlers:
+            # `except:` and `except BaseException:` must not catch the return
+            guard = ast.ExceptHandler(type=ast.Name(RETURN_NAME, ast.Load()), name=None, body=[])
+            guard.body = [ast.copy_location(ast.Raise(exc=None, cause=None), node)]
+            node.handlers.insert(0, ast.copy_location(guard, node))
+        return node
+
+    visit_TryStar = visit_Try
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> ast.AST:
+        if self._body_returns(node, ("body",)):
+            guard = _ARETURN_GUARD if isinstance(node, ast.AsyncWith) else _RETURN_GUARD
+            for item in node.items:
+                call = ast.Call(
+                    func=ast.Name(guard, ast.Load()), args=[item.context_expr], keywords=[]
+                )
+                item.context_expr = ast.copy_location(call, item.context_expr)
+        return node
+
+    visit_AsyncWith = visit_With  # type: ignore[assignment]
+
+
+def _rewrite(tree: ast.Module) -> ast.Module:
+    """Top-level returns raise ``ProgramReturn``; a trailing bare expression is recorded."""
+    tree = _TopLevelReturns().visit(tree)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
         call = ast.Call(func=ast.Name(LAST_NAME, ast.Load()), args=[last.value], keywords=[])
-        body[-1] = ast.copy_location(ast.Return(value=ast.copy_location(call, last)), last)
-    end = ast.Return(value=ast.Name(ABSENT_NAME, ast.Load()))
-    body.append(ast.copy_location(end, body[-1]))
-    func = ast.AsyncFunctionDef(
-        name=ENTRY_NAME,
-        args=ast.arguments(
-            posonlyargs=[],
-            args=[],
-            vararg=None,
-            kwonlyargs=[],
-            kw_defaults=[],
-            kwarg=None,
-            defaults=[],
-        ),
-        body=body,
-        decorator_list=[],
-        returns=None,
-        lineno=1,
-        col_offset=0,
-    )
-    module = ast.Module(body=[func], type_ignores=[])
-    return ast.fix_missing_locations(module)
+        last.value = ast.copy_location(call, last.value)
+    return ast.fix_missing_locations(tree)
 
 
-class _TopLevelYield(ast.NodeVisitor):
-    """Finds a ``yield`` that belongs to the program's own scope (not a nested function's)."""
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        return None
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-    visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
-    visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_Yield(self, node: ast.Yield | ast.YieldFrom) -> None:
-        raise ProgramRejected(
-            f"SyntaxError: `yield` is not allowed at the top level of a program (line {node.lineno})",
-            node.lineno,
-        )
-
-    visit_YieldFrom = visit_Yield
-
-
-def _check_top_level(tree: ast.Module) -> None:
-    _TopLevelYield().visit(tree)
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            raise ProgramRejected(
-                "SyntaxError: `from __future__ import ...` is not supported in a program "
-                f"(line {node.lineno}); remove it",
-                node.lineno,
-            )
-
-
-def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
-    """Compile ``source`` into a module code object that defines the program's async function.
-
-    Raises ``ProgramRejected`` when it does not parse, is a generator, or breaks the policy.
-    """
+def _parse(source: str) -> ast.Module:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings ("is" with a literal) are not failures
-            tree = ast.parse(source, FILENAME, "exec")
+            return ast.parse(source, FILENAME, "exec")
     except SyntaxError as exc:
-        raise ProgramRejected(_syntax_message(exc), exc.lineno) from None
+        raise _rejected(exc) from None
     except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes, absurd nesting
         raise ProgramRejected(f"SyntaxError: the program cannot be parsed: {exc}") from None
-    _check_top_level(tree)
+
+
+def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
+    """Compile ``source`` into module code for ``run_sync``/``run_async``.
+
+    Raises ``ProgramRejected`` when it does not parse, or breaks the policy.
+    """
+    if policy not in ("python", "restricted"):
+        raise ValueError(f"unknown policy {policy!r}: use 'python' or 'restricted'")
+    tree = _parse(source.removeprefix(_BOM))  # CPython accepts a UTF-8 BOM before a script
     if policy == "restricted":
         from runtime._restricted import PolicyViolation, restrict
 
@@ -133,27 +271,68 @@ def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
         except PolicyViolation as exc:
             first = re.match(r"line (\d+):", exc.messages[0]) if exc.messages else None
             lineno = int(first.group(1)) if first else None
-            raise ProgramRejected("\n".join(exc.messages), lineno) from None
-    elif policy != "python":
-        raise ValueError(f"unknown policy {policy!r}: use 'python' or 'restricted'")
-    module = _wrap(tree)
+            raise ProgramRejected("\n".join(exc.messages), lineno, "PolicyViolation") from None
+    tree = _rewrite(tree)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            code = compile(module, FILENAME, "exec", dont_inherit=True)
+            return compile(
+                tree, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+            )
     except SyntaxError as exc:
-        raise ProgramRejected(_syntax_message(exc), exc.lineno) from None
+        raise _rejected(exc) from None
     except (ValueError, MemoryError, RecursionError) as exc:
         raise ProgramRejected(f"SyntaxError: the program cannot be compiled: {exc}") from None
-    entry = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    if entry.co_flags & inspect.CO_ASYNC_GENERATOR:
-        raise ProgramRejected("SyntaxError: `yield` is not allowed at the top level of a program")
-    return code
 
 
-def entry_point(code: types.CodeType, namespace: dict[str, Any]) -> Any:
-    """Execute the compiled module in ``namespace`` and return the program's async function."""
-    exec(code, namespace)
-    func = namespace.pop(ENTRY_NAME)
-    func.__code__ = func.__code__.replace(co_name="<module>", co_qualname="<module>")
-    return func
+def is_async(code: types.CodeType) -> bool:
+    """True if the program awaits at its top level (it then needs an event loop)."""
+    return bool(code.co_flags & inspect.CO_COROUTINE)
+
+
+# ---- running ----------------------------------------------------------------------------------
+
+
+def _returned(exc: BaseException) -> ProgramReturn | None:
+    """The ``ProgramReturn`` that ``exc`` is, or that an ``except*`` wrapped alone in a group."""
+    if isinstance(exc, ProgramReturn):
+        return exc
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _returned(exc.exceptions[0])
+    return None
+
+
+def _completion(namespace: dict[str, Any]) -> Any:
+    return _LAST.pop(id(namespace), ABSENT)
+
+
+def run_sync(code: types.CodeType, namespace: dict[str, Any]) -> Any:
+    """Execute module code that does not await at the top level; its result, or ``ABSENT``.
+
+    Raises whatever the program raised (never ``ProgramReturn``).
+    """
+    _LAST.pop(id(namespace), None)
+    try:
+        exec(code, namespace)
+    except BaseException as exc:
+        returned = _returned(exc)
+        _LAST.pop(id(namespace), None)
+        if returned is None:
+            raise
+        return returned.value
+    return _completion(namespace)
+
+
+async def run_async(code: types.CodeType, namespace: dict[str, Any]) -> Any:
+    """``run_sync`` for a program that awaits at the top level (on the running loop)."""
+    _LAST.pop(id(namespace), None)
+    try:
+        coroutine: Coroutine[Any, Any, Any] = eval(code, namespace)
+        await coroutine
+    except BaseException as exc:
+        returned = _returned(exc)
+        _LAST.pop(id(namespace), None)
+        if returned is None:
+            raise
+        return returned.value
+    return _completion(namespace)

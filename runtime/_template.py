@@ -1,10 +1,12 @@
 """The template process: imports what a child needs once, then forks one child per run.
 
-It never runs a program. The host talks to it over a SOCK_SEQPACKET socket: each
-request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w, status_w), then up to
-three ``cgroup.procs`` files the child joins before anything else. The template
-forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it has
-reaped the child and killed whatever the run left behind. EOF on the socket means the
+It never runs a program. At start it settles what every child gets (the isolation level,
+the seccomp filter, on a root host a read-only view of the file system and the uid programs
+run as) and says so in its READY message, JSON after ``b"R:"``. The host talks to it over a
+SOCK_SEQPACKET socket: each request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w,
+status_w), then up to three ``cgroup.procs`` files the child joins before anything else.
+The template forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it
+has reaped the child and killed whatever the run left behind. EOF on the socket means the
 host is gone: every child is killed and the template exits.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import array
 import ctypes
 import gc
+import json
 import os
 import select
 import signal
@@ -21,10 +24,21 @@ import struct
 import sys
 import time
 
-from runtime._child import child_main  # imported here, once, so every fork starts warm
-from runtime._contain import enter_namespaces, mount_proc
+from runtime._child import ChildSetup, child_main  # imported once: every fork starts warm
+from runtime._contain import (
+    enter_namespaces,
+    hide_cgroups,
+    interpreter_paths,
+    make_mounts_private,
+    make_root_read_only,
+    mount_proc,
+    reveal_paths,
+    unshare_mounts_and_ipc,
+)
+from runtime._privileges import become
 from runtime._procs import children, kill_tree
 from runtime._program import compile_program
+from runtime._seccomp import build_filter
 
 # Modules programs reach for: imported once here, so a child finds them loaded.
 _WARM = (
@@ -58,9 +72,9 @@ _MAX_JOIN = 3
 class _Template:
     """The fork server's state: live runs by pid, their status fds."""
 
-    def __init__(self, sock: socket.socket, isolation: str) -> None:
+    def __init__(self, sock: socket.socket, setup: ChildSetup) -> None:
         self.sock = sock
-        self.isolation = isolation
+        self.setup = setup
         self.runs: dict[int, int] = {}  # pid -> status_w fd
 
     def fork(self, fds: list[int]) -> None:
@@ -69,7 +83,7 @@ class _Template:
         if pid == 0:
             try:
                 self.sock.close()
-                child_main(ctl_in, ctl_out, log_w, os.getppid(), self.isolation, join)
+                child_main(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join)
             finally:
                 os._exit(71)
         for fd in (ctl_in, ctl_out, log_w, *join):
@@ -126,8 +140,9 @@ class _Template:
         os._exit(0)
 
 
-def _probe_namespaces() -> str | None:
-    """Try the namespaces level in a throwaway child; None if it works, else why not."""
+def _probe_namespaces(uid: int | None) -> str | None:
+    """Try the namespaces level in a throwaway child, as a child would enter it (as ``uid``,
+    when given); None if it works, else why not."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -135,10 +150,15 @@ def _probe_namespaces() -> str | None:
         try:
             libc = ctypes.CDLL(None)
             libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            if uid is not None:
+                become(uid, uid)
             enter_namespaces()
             inner = os.fork()
             if inner == 0:
                 try:
+                    make_mounts_private()
+                    make_root_read_only()
+                    hide_cgroups()
                     mount_proc()
                 except BaseException as exc:
                     os.write(w, str(exc).encode()[:500])
@@ -158,11 +178,60 @@ def _probe_namespaces() -> str | None:
     return reason or f"the probe exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def main(sock_fd: int, requested: str = "process") -> None:
+def _make_view(uid: int | None) -> str:
+    """On a root host: a mount namespace of the template's own, inherited by every child,
+    read-only, the host's cgroup tree hidden, and the interpreter reachable for ``uid``.
+    Returns why not ("" when done)."""
+    try:
+        unshare_mounts_and_ipc()
+        make_root_read_only()
+        hide_cgroups()
+        if uid is not None:
+            reveal_paths(interpreter_paths(), uid, uid)
+    except OSError as exc:
+        return str(exc)
+    return ""
+
+
+def _settle(requested: str, run_uid: int | None) -> tuple[ChildSetup, dict[str, object]]:
+    """What every child gets here, and the facts the host reports."""
+    root = os.geteuid() == 0
+    uid = run_uid if root and run_uid else None
+    why_not_view = _make_view(uid) if root else "the host is not root"
+    view = not why_not_view
+    if uid is not None and not view:
+        uid = None  # the interpreter may not be reachable for it: stay the host's uid, no caps
+    isolation, why_not = "process", ""
+    if requested in ("namespaces", "auto"):
+        problem = _probe_namespaces(uid)
+        if problem is not None and uid is not None and _probe_namespaces(None) is None:
+            problem, uid = None, None  # no unprivileged user namespaces here: root mapped 1:1
+        if problem is None:
+            isolation = "namespaces"
+        else:
+            why_not = problem
+    private = isolation == "process" and view
+    seccomp, why_not_seccomp = build_filter(deny_ipc=isolation == "process" and not private)
+    setup = ChildSetup(
+        isolation=isolation, private=private, view=view, uid=uid, gid=uid, seccomp=seccomp
+    )
+    facts = {
+        "isolation": isolation,
+        "why_not_namespaces": why_not,
+        "seccomp": bool(seccomp),
+        "why_not_seccomp": why_not_seccomp,
+        "read_only_root": view or isolation == "namespaces",
+        "why_not_read_only_root": "" if view or isolation == "namespaces" else why_not_view,
+        "uid": uid,
+    }
+    return setup, facts
+
+
+def main(sock_fd: int, requested: str = "process", run_uid: int | None = None) -> None:
     """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF.
 
-    ``requested`` is "process", "namespaces" or "auto"; READY says what we settled on:
-    ``b"R:<level>"`` or ``b"R:process:<why not namespaces>"``.
+    ``requested`` is "process", "namespaces" or "auto"; ``run_uid`` the uid programs run as
+    on a root host (None: root itself, without capabilities). READY says what we settled on.
     """
     for name in _WARM:
         __import__(name)
@@ -172,14 +241,8 @@ def main(sock_fd: int, requested: str = "process") -> None:
     libc = ctypes.CDLL(None)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sock = socket.socket(fileno=sock_fd)
-    isolation, why_not = "process", ""
-    if requested in ("namespaces", "auto"):
-        problem = _probe_namespaces()
-        if problem is None:
-            isolation = "namespaces"
-        else:
-            why_not = problem
-    template = _Template(sock, isolation)
+    setup, facts = _settle(requested, run_uid)
+    template = _Template(sock, setup)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -188,7 +251,7 @@ def main(sock_fd: int, requested: str = "process") -> None:
     # Everything imported so far is shared with every child: keep the collector off those
     # pages, or a child's first collection would copy them all (copy-on-write faults are slow).
     gc.freeze()
-    sock.sendall(f"R:{isolation}:{why_not}".encode()[:4000])
+    sock.sendall(b"R:" + json.dumps(facts).encode()[:60000])
     poller = select.poll()
     poller.register(sock, select.POLLIN)
     poller.register(wake_r, select.POLLIN)
@@ -229,4 +292,8 @@ def main(sock_fd: int, requested: str = "process") -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "process")
+    main(
+        int(sys.argv[1]),
+        sys.argv[2] if len(sys.argv) > 2 else "process",
+        int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None,
+    )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import struct
-from typing import Any
+import typing
+from typing import Any, Literal
 
 import msgspec
 
 __all__ = (
+    "CHILD_FAILURES",
     "HEADER",
     "Call",
+    "CallStyle",
+    "ChildFailureKind",
     "ChildMessage",
     "Compiled",
     "Done",
@@ -25,6 +29,12 @@ __all__ = (
 )
 
 HEADER = struct.Struct("!I")
+
+CallStyle = Literal["async", "sync"]
+#: The failure kinds a child may report (the others are the host's to decide); ``parse`` only
+#: for a program the host left to the child to compile.
+ChildFailureKind = Literal["parse", "exception", "invalid_completion", "output_limit", "memory"]
+CHILD_FAILURES: tuple[str, ...] = typing.get_args(ChildFailureKind)
 
 
 class Prepare(msgspec.Struct, tag=True, frozen=True):
@@ -43,12 +53,13 @@ class Start(msgspec.Struct, tag=True, frozen=True):
 
     code: bytes  # marshal of the compiled program (host and child run the same interpreter)
     source: str  # for tracebacks (linecache)
-    policy: str
+    policy: Literal["python", "restricted"]
+    call_style: CallStyle
     inputs: dict[str, Any]
     bindings: list[str]
     max_output_bytes: int
     heap_bytes: int
-    cpu_seconds: int
+    compute_ns: int  # the compute budget: the child's own CPU timer stops it there
 
 
 class Reply(msgspec.Struct, tag=True, frozen=True):
@@ -93,7 +104,7 @@ class Done(msgspec.Struct, tag=True, frozen=True):
 class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):
     """Child -> host: the program failed (exception, invalid_completion, output_limit, memory)."""
 
-    kind: str
+    kind: ChildFailureKind
     message: str
     exception_type: str | None = None
     traceback: str | None = None

@@ -21,6 +21,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from runtime._procs import process_cpu_ns
+
 __all__ = ("CgroupSet", "RunCgroup", "parse_hierarchies", "runtime_prefix")
 
 #: Memory a run may use beyond ``max_heap_mb``: its interpreter's copied pages, stacks,
@@ -315,6 +317,9 @@ class RunCgroup:
             for path in order:
                 if path == memory or os.path.exists(path):
                     _write(path, str(limit))
+            # v1 counts socket buffers apart, and only once a limit is set: bound them too
+            with contextlib.suppress(OSError):
+                _write(self.paths["memory"] + "/memory.kmem.tcp.limit_in_bytes", str(_tcp_limit(limit)))
         elif os.path.exists(self.paths.get("unified", "") + "/memory.max"):
             _write(self.paths["unified"] + "/memory.max", str(limit))
             with contextlib.suppress(OSError):
@@ -337,6 +342,11 @@ class RunCgroup:
             return None
         # "usage_usec N\n..." is the first line
         return int(data.split(b"\n", 1)[0].split()[1]) * 1000
+
+    def live_cpu_ns(self) -> int:
+        """Busy CPU of the cgroup's live processes, from their own clocks: exact to the
+        nanosecond, where ``cpu_ns`` is only as fresh as the last scheduler tick (4 ms here)."""
+        return sum(process_cpu_ns(pid) for pid in self.procs())
 
     def _oom_count(self) -> int:
         for line in (self._pread("oom") or b"").splitlines():
@@ -419,6 +429,12 @@ class RunCgroup:
             except OSError:
                 left[kind] = path
         return left
+
+
+def _tcp_limit(memory_limit: int) -> int:
+    """What a run's TCP buffers may hold on a v1 memory controller (v2 counts them in the
+    memory cap itself): the headroom, at most."""
+    return min(memory_limit, MEMORY_HEADROOM)
 
 
 def _open(path: str, flags: int) -> int:

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import logging
 import marshal
+import os
 import sys
+from typing import Any
 
 import anyio
 
+from host.sandbox._background import Background
 from host.sandbox._cgroup import CgroupSet
 from host.sandbox._run import Run, RunOptions, default_workdir_root
 from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
+from host.sandbox._watchdog import Watchdog
+from host.sandbox._workdir import sweep_stale
+from runtime._contain import searchable_by
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
-from runtime._errors import RuntimeClosedError, RuntimeUsageError
+from runtime._errors import RuntimeClosedError, RuntimeEnvironmentError, RuntimeUsageError
 from runtime._json import json_problem
 from runtime._program import Policy, ProgramRejected, compile_program
 
@@ -24,6 +30,8 @@ _log = logging.getLogger("host.sandbox")
 _COMPILE_INLINE = 20_000
 #: Compiled programs kept per runtime.
 _COMPILED_KEPT = 64
+#: The uid programs run as on a root host, unless told otherwise ("nobody").
+_NOBODY = 65534
 
 
 def _check_request(request: RunRequest) -> None:
@@ -42,17 +50,20 @@ def _check_request(request: RunRequest) -> None:
         problem = json_problem(value)
         if problem is not None:
             raise RuntimeUsageError(f"input {name!r} is not lossless JSON: {problem}")
+    if request.call_style not in ("async", "sync"):
+        raise RuntimeUsageError(f"call_style must be 'async' or 'sync', not {request.call_style!r}")
 
 
 class SubprocessRuntime:
     """Runs each program in a fresh child forked from a template process (Linux only).
 
     Use ``async with SubprocessRuntime() as rt:`` or call ``aclose()`` when done; the
-    template starts on the first run. ``max_concurrent_runs`` bounds runs at once;
-    ``prefork`` children are kept forked ahead of time, each used for one run only.
-    With ``use_cgroups`` (where the host may create cgroups) each run gets cgroups of
-    its own: killed at once, at most ``max_processes`` processes and threads, memory
-    capped at ``max_heap_mb`` plus headroom, CPU counted by the kernel.
+    template starts on the first run. ``max_concurrent_runs`` bounds runs at once (a run
+    counts until its processes are gone and its resources freed, after ``run()`` returned);
+    ``prefork`` children are kept forked ahead of time, each used for one run only. With
+    ``use_cgroups`` (where the host may create cgroups) each run gets cgroups of its own.
+    On a root host programs run as ``run_as_uid`` (default 65534, "nobody"; 0 keeps root,
+    without capabilities).
     """
 
     language = "python"
@@ -64,11 +75,14 @@ class SubprocessRuntime:
         max_frame_bytes: int = 64 * 1024 * 1024 + 4096,
         max_file_bytes: int = 256 * 1024 * 1024,
         max_open_files: int = 256,
+        max_log_lines: int = 1_000_000,
+        max_call_bytes: int = 64 * 1024 * 1024,
         prefork: int = 1,
         workdir_root: str | None = None,
         isolation: str = "auto",
         use_cgroups: bool = True,
         max_processes: int = 1024,
+        run_as_uid: int | None = None,
         python: str = sys.executable,
     ) -> None:
         if not sys.platform.startswith("linux"):
@@ -76,21 +90,29 @@ class SubprocessRuntime:
                 f"SubprocessRuntime supports Linux only (this is {sys.platform}): it relies on "
                 "fork, /proc, prctl and rlimits"
             )
-        if max_concurrent_runs < 1:
-            raise ValueError("max_concurrent_runs must be at least 1")
+        for name, value, least in (
+            ("max_concurrent_runs", max_concurrent_runs, 1),
+            ("max_frame_bytes", max_frame_bytes, 4096),
+            ("max_file_bytes", max_file_bytes, 4096),
+            ("max_open_files", max_open_files, 16),
+            ("max_log_lines", max_log_lines, 1),
+            ("max_call_bytes", max_call_bytes, 1),
+            ("prefork", prefork, 0),
+            ("max_processes", max_processes, 4),
+        ):
+            if type(value) is not int or value < least:
+                raise ValueError(f"{name} must be an int of at least {least}, got {value!r}")
         if isolation not in ("auto", "namespaces", "process"):
             raise ValueError(
                 f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}"
             )
+        if run_as_uid is not None and (type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1):
+            raise ValueError(f"run_as_uid must be a uid (an int from 0), got {run_as_uid!r}")
         self._requested_isolation = isolation
-        if max_processes < 4:
-            raise ValueError("max_processes must be at least 4 (a namespaced child has 3)")
         self._use_cgroups = use_cgroups
         self._max_processes = max_processes
         self._cgroups: CgroupSet | None = None
         self._why_not_cgroups = "" if use_cgroups else "use_cgroups=False"
-        if prefork < 0:
-            raise ValueError("prefork must be 0 or more")
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
         self._compiled: dict[tuple[str, str], bytes] = {}
@@ -99,14 +121,22 @@ class SubprocessRuntime:
             max_frame_bytes=max_frame_bytes,
             max_file_bytes=max_file_bytes,
             max_open_files=max_open_files,
+            max_log_lines=max_log_lines,
+            max_call_bytes=max_call_bytes,
         )
+        uid = _NOBODY if run_as_uid is None else run_as_uid
+        self._run_uid = uid if os.geteuid() == 0 and uid != 0 else None
         self._max_concurrent = max_concurrent_runs
         self._python = python
         self._template: TemplateProcess | None = None
         self._template_lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._runs: set[Run] = set()
+        self._background = Background()
+        self._watchdog = Watchdog()
+        self._entered = 0  # calls inside run() right now (starting, running or finishing)
         self._idle: anyio.Event | None = None
+        self._swept = False
         self._closed = False
 
     @property
@@ -137,12 +167,25 @@ class SubprocessRuntime:
         """Why runs have no cgroups (empty when they have, or until started)."""
         return self._why_not_cgroups
 
+    @property
+    def containment(self) -> dict[str, Any]:
+        """What else runs get (empty until started): ``seccomp`` and ``read_only_root``
+        (bools, each with a ``why_not_...``), and ``uid``, the host uid programs run as
+        (None: the host's own, without capabilities)."""
+        if self._template is None:
+            return {}
+        return {k: v for k, v in self._template.facts.items() if k not in ("isolation", "why_not_namespaces")}
+
     async def start(self) -> None:
         """Start the template now (else the first run does); settles ``isolation``."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
-        await self._ensure_template()
-        await self._replenish()
+        self._entered += 1
+        try:
+            await self._ensure_template()
+            await self._replenish()
+        finally:
+            self._leave()
 
     async def __aenter__(self) -> SubprocessRuntime:
         await self.start()
@@ -151,44 +194,83 @@ class SubprocessRuntime:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    def _leave(self) -> None:
+        self._entered -= 1
+        if self._entered == 0 and self._idle is not None:
+            self._idle.set()
+
     async def run(self, request: RunRequest) -> RunResult:
-        """Run one program in a fresh child; resolves with the result whatever the program did."""
+        """Run one program in a fresh child; resolves with the result whatever the program did.
+
+        It returns once the result is known and no process of the run can execute again;
+        the run's resources are released in the background (``aclose()`` waits for them).
+        """
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         _check_request(request)
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:
-            return self._early(RunError(kind="parse", message=exc.message, lineno=exc.lineno))
+            return self._early(
+                RunError(
+                    kind="parse",
+                    message=exc.message,
+                    lineno=exc.lineno,
+                    exception_type=exc.exception_type,
+                )
+            )
         if request.abort is not None and request.abort.is_set():
             return self._early(
                 RunError(kind="aborted", message="the run was aborted before it started")
             )
+        self._entered += 1
+        try:
+            return await self._run(request, code)
+        finally:
+            self._leave()
+
+    async def _run(self, request: RunRequest, code: bytes) -> RunResult:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_concurrent)
         limiter = self._limiter
+        ticket = object()  # the slot is given back by the run's release, in another task
         if limiter.available_tokens >= 1:
-            limiter.acquire_nowait()  # no checkpoint: an idle runtime starts the run at once
+            limiter.acquire_on_behalf_of_nowait(ticket)  # no checkpoint: start at once
         else:
-            await limiter.acquire()
+            await limiter.acquire_on_behalf_of(ticket)
+        run: Run | None = None
+        closed = RunError(kind="aborted", message="the runtime was closed while the run started")
         try:
-            if self._closed:
-                raise RuntimeClosedError("this SubprocessRuntime closed while the run was waiting")
-            template = await self._ensure_template()
-            slot = await self._take_slot(template)
-            run = Run(request, code, slot, self._options)
-            self._runs.add(run)
             try:
-                return await run.execute()
-            finally:
-                self._release(slot)
-                self._runs.discard(run)
-                if not self._runs and self._idle is not None:
-                    self._idle.set()
-                with anyio.CancelScope(shield=True):
-                    await self._replenish()
+                template = await self._ensure_template()
+            except Exception:
+                if self._closed:  # aclose() ended the start this run was waiting for
+                    return self._early(closed)
+                raise
+            if self._closed:
+                return self._early(closed)
+            slot = await self._take_slot(template)
+            run = Run(request, code, slot, self._options, self._watchdog)
+            self._runs.add(run)
+            return await run.execute()
         finally:
-            limiter.release()
+            if run is None:
+                limiter.release_on_behalf_of(ticket)
+            else:
+                self._runs.discard(run)
+                self._entered += 1  # until its resources are freed: aclose() waits for it
+                self._background.spawn(
+                    lambda: self._release(run, limiter, ticket), what="releasing a run's resources"
+                )
+
+    async def _release(self, run: Run, limiter: anyio.CapacityLimiter, ticket: object) -> None:
+        """After a run: its processes gone, its resources freed, its slot given back."""
+        try:
+            await run.release()
+            self._release_cgroup(run.slot)
+        finally:
+            limiter.release_on_behalf_of(ticket)
+            self._leave()
 
     async def _compile(self, program: str, policy: Policy) -> bytes:
         """The marshalled code of ``program`` (b"": the child compiles it); the last few are
@@ -224,9 +306,15 @@ class SubprocessRuntime:
             if self._template is None or not self._template.alive:
                 if self._template is not None:
                     await self._template.aclose()
-                template = TemplateProcess(self._python, self._requested_isolation)
+                    self._template = None
+                if self._closed:
+                    raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
+                await self._first_start()
+                template = TemplateProcess(
+                    self._python, self._requested_isolation, run_uid=self._run_uid
+                )
+                self._template = template  # before it is ready: aclose() must find it
                 await template.start()
-                self._template = template
                 if self._use_cgroups and self._cgroups is None:
                     # off the event loop: the first time, a probe process has to start
                     self._cgroups, why_not = await anyio.to_thread.run_sync(
@@ -242,8 +330,26 @@ class SubprocessRuntime:
                     )
             return self._template
 
+    async def _first_start(self) -> None:
+        """Once per runtime: check the working directories' root, sweep what dead runtimes
+        left there."""
+        if self._swept:
+            return
+        root = self._options.workdir_root
+        if self._run_uid is not None and not searchable_by(root, self._run_uid, self._run_uid):
+            raise RuntimeEnvironmentError(
+                f"workdir_root {root} is not searchable by uid {self._run_uid}, the uid programs "
+                "run as on this root host: make every directory on the way searchable by others "
+                "(chmod o+x), choose another workdir_root, or pass run_as_uid=0"
+            )
+        self._swept = True
+        removed = await anyio.to_thread.run_sync(sweep_stale, root)
+        if removed:
+            _log.info("dsh-code: removed %d run directories left by dead runtimes", removed)
+
     async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
-        """A spare child if one is ready, else a fresh fork."""
+        """A spare child if one is ready, else a fresh fork; either way the next spare is
+        asked for now, so it sets up while this run runs."""
         slot = None
         while self._spares and slot is None:
             spare = self._spares.pop(0)
@@ -251,10 +357,11 @@ class SubprocessRuntime:
                 slot = spare
             else:
                 spare.discard()
-                self._release(spare)
+                self._release_cgroup(spare)
                 spare.remove_workdir()
         if slot is None:
             slot = await self._fork(template, spare=False)
+        await self._replenish()
         return slot
 
     async def _fork(self, template: TemplateProcess, *, spare: bool) -> ChildSlot:
@@ -280,42 +387,50 @@ class SubprocessRuntime:
                 self._cgroups.release(cgroup)
             raise
 
-    def _release(self, slot: ChildSlot) -> None:
+    def _release_cgroup(self, slot: ChildSlot) -> None:
         if slot.cgroup is not None and self._cgroups is not None:
             self._cgroups.release(slot.cgroup)
             slot.cgroup = None
 
     async def _replenish(self) -> None:
-        """Ask for spares up to ``prefork``. Only requests: the template forks them while we
-        wait for the model. Asked after a run, not during it, so the fork and the spare's
-        set-up do not compete with a running program for the CPU."""
+        """Ask for spares up to ``prefork``. Only requests: the template forks them while the
+        caller goes on."""
         template = self._template
         if self._closed or template is None or not template.alive:
             return
         while len(self._spares) < self._prefork:
-            self._spares.append(await self._fork(template, spare=True))
+            try:
+                self._spares.append(await self._fork(template, spare=True))
+            except OSError as exc:
+                _log.warning("dsh-code: cannot fork a spare child: %s", exc)
+                return
 
     async def aclose(self) -> None:
-        """Abort in-flight runs, wait until every child has exited, stop the template."""
+        """Abort in-flight runs, wait until every child has exited and every resource of the
+        runtime is freed (the template, spares, directories, cgroups, threads). Idempotent."""
         self._closed = True
-        if self._runs:
-            self._idle = anyio.Event()
-            for run in list(self._runs):
-                run.abort("the runtime was closed while the run was in flight")
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            while self._entered:
+                self._idle = anyio.Event()
+                for run in list(self._runs):
+                    run.abort("the runtime was closed while the run was in flight")
+                if self._template is not None and not self._template.ready:
+                    await self._template.aclose()  # a start in progress ends now
                 await self._idle.wait()
-        for spare in self._spares:
-            spare.close()
-        if self._template is not None:
-            with anyio.CancelScope(shield=True):
+            await self._background.wait()
+            for spare in self._spares:
+                spare.close()
+            if self._template is not None:
                 await self._template.aclose()
-            self._template = None
-        for spare in self._spares:
-            self._release(spare)
-            spare.remove_workdir()
-        self._spares = []
-        if self._cgroups is not None:
-            self._cgroups.close()
+                self._template = None
+            for spare in self._spares:
+                self._release_cgroup(spare)
+                spare.remove_workdir()
+            self._spares = []
+            if self._cgroups is not None:
+                self._cgroups.close()
+                self._cgroups = None
+            await anyio.to_thread.run_sync(self._watchdog.stop)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._runs)} running"

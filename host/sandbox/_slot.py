@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import struct
-import tempfile
 
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
+from host.sandbox._workdir import make_workdir, remove_tree
 from runtime._procs import ProcStat, kill_tree
 from runtime._wire import Prepare, encode_frame
 
@@ -57,7 +56,7 @@ class ChildSlot:
         """Make the run's directory and pipes, and ask the template to fork a child on them
         (does not wait); the child joins ``cgroup`` first, and runs a throwaway program
         if ``warm_up`` (a spare, with time on its hands). Raises OSError."""
-        workdir = tempfile.mkdtemp(prefix="dsh-run-", dir=workdir_root)
+        workdir = make_workdir(workdir_root)
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
             for _ in range(4):
@@ -158,10 +157,5 @@ class ChildSlot:
 
     def remove_workdir(self) -> None:
         """Remove the run's directory and whatever the program left in it (never following
-        a link it put in the directory's place)."""
-        try:
-            os.rmdir(self.workdir)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        a link it put in the directory's place; never raising)."""
+        remove_tree(self.workdir)

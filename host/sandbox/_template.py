@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import array
+import json
 import os
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import anyio
 
 from host.sandbox._fdio import close_fd
-from runtime._errors import RuntimeUsageError
+from runtime._errors import RuntimeEnvironmentError
 from runtime._procs import ProcStat, descendants, is_stopped
 
 __all__ = ("TemplateProcess", "TemplateStartError")
@@ -19,25 +21,34 @@ __all__ = ("TemplateProcess", "TemplateStartError")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from runtime._template import main; main(int(sys.argv[2]), sys.argv[3])"
+    "from runtime._template import main; "
+    "main(int(sys.argv[2]), sys.argv[3], None if sys.argv[4] == '-' else int(sys.argv[4]))"
 )
 
 
-class TemplateStartError(RuntimeUsageError):
-    """The template process did not start or did not say READY in time."""
+class TemplateStartError(RuntimeEnvironmentError):
+    """The template process did not start, did not say READY in time, or cannot give the
+    isolation level asked for."""
 
 
 class TemplateProcess:
     """A started template: forks children on request; dies when its socket closes."""
 
     def __init__(
-        self, python: str = sys.executable, isolation: str = "auto", start_timeout: float = 30.0
+        self,
+        python: str = sys.executable,
+        isolation: str = "auto",
+        start_timeout: float = 30.0,
+        run_uid: int | None = None,
     ) -> None:
         self._python = python
         self._requested = isolation
+        self._run_uid = run_uid
         self.isolation = "process"
         """The level the template settled on (set by ``start``)."""
         self.why_not_namespaces = ""
+        self.facts: dict[str, Any] = {}
+        """What the template settled for every child (its READY message)."""
         self._start_timeout = start_timeout
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -56,6 +67,11 @@ class TemplateProcess:
         )
 
     @property
+    def ready(self) -> bool:
+        """True once the template said READY."""
+        return bool(self.facts)
+
+    @property
     def pid(self) -> int | None:
         """The template's pid, once started."""
         return self._proc.pid if self._proc is not None else None
@@ -63,9 +79,19 @@ class TemplateProcess:
     async def start(self) -> None:
         """Spawn the template with an empty environment and wait for its READY byte."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
         try:
             self._proc = subprocess.Popen(
-                [self._python, "-I", "-c", _BOOT, _ROOT, str(theirs.fileno()), self._requested],
+                [
+                    self._python,
+                    "-I",
+                    "-c",
+                    _BOOT,
+                    _ROOT,
+                    str(theirs.fileno()),
+                    self._requested,
+                    "-" if self._run_uid is None else str(self._run_uid),
+                ],
                 pass_fds=(theirs.fileno(),),
                 env={},
                 cwd="/",
@@ -85,12 +111,17 @@ class TemplateProcess:
             while True:
                 await anyio.wait_readable(ours)
                 try:
-                    ready = ours.recv(4096)
+                    ready = ours.recv(65536)
                 except BlockingIOError:
                     continue
                 if ready.startswith(b"R:"):
-                    _, level, why_not = ready.decode(errors="replace").split(":", 2)
-                    self.isolation, self.why_not_namespaces = level, why_not
+                    try:
+                        self.facts = json.loads(ready[2:])
+                    except ValueError:
+                        break
+                    self.isolation = str(self.facts.get("isolation", "process"))
+                    self.why_not_namespaces = str(self.facts.get("why_not_namespaces", ""))
+                    level, why_not = self.isolation, self.why_not_namespaces
                     if self._requested == "namespaces" and level != "namespaces":
                         await self.aclose()
                         raise TemplateStartError(
@@ -136,8 +167,9 @@ class TemplateProcess:
             sock.close()
         try:
             if proc is not None:
-                if proc.poll() is None and is_stopped(proc.pid):
-                    proc.kill()  # stopped: it would never read the EOF
+                if proc.poll() is None and (is_stopped(proc.pid) or not self.ready):
+                    # stopped, it would never read the EOF; starting, it is not reading yet
+                    proc.kill()
                 with anyio.move_on_after(5.0):
                     while proc.poll() is None:
                         await anyio.sleep(0.005)

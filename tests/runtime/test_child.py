@@ -8,7 +8,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime._child import _Bridge
+from runtime._bridge import Bridge
 from runtime._wire import Prepare, Reply, Start, encode_frame
 
 _PREPARE = Prepare(workdir="/tmp/x", file_bytes=1 << 20, open_files=64, linger=False, warm_up=True)
@@ -16,11 +16,12 @@ _START = Start(
     code=b"",
     source="return 1",
     policy="python",
+    call_style="async",
     inputs={"n": 1},
     bindings=["tools.a"],
     max_output_bytes=100,
     heap_bytes=1 << 20,
-    cpu_seconds=2,
+    compute_ns=2_000_000_000,
 )
 
 
@@ -37,7 +38,7 @@ def test_prepare_and_start_are_read_in_order_however_they_arrive(cuts: list[int]
             os.write(w, stream[pos : pos + cut])
             pos += cut
         os.write(w, stream[pos:])
-        bridge = _Bridge(r, w)
+        bridge = Bridge(r, w)
         assert bridge.read_first(Prepare) == _PREPARE
         assert bridge.read_first(Start) == _START
         # everything was in the pipe before the first read, so the reply came with it

@@ -1,26 +1,38 @@
-"""Compiling programs: async body, the last-expression rule, and parse failures."""
+"""Compiling and running programs as modules: top-level return and await, the last-expression
+rule, and parse failures."""
 
 from __future__ import annotations
 
 import asyncio
+import types
 from typing import Any
 
 import pytest
 
-from runtime._program import ABSENT_NAME, LAST_NAME, ProgramRejected, compile_program, entry_point
+from runtime._program import (
+    ABSENT,
+    ProgramRejected,
+    compile_program,
+    install_helpers,
+    is_async,
+    run_async,
+    run_sync,
+)
 
-_ABSENT = object()
+install_helpers()
 
 
-def _run(source: str, **names: Any) -> Any:
-    namespace: dict[str, Any] = {
-        LAST_NAME: lambda v: _ABSENT if v is None else v,
-        ABSENT_NAME: _ABSENT,
-        "asyncio": asyncio,
-        **names,
-    }
-    func = entry_point(compile_program(source), namespace)
-    return asyncio.run(func())
+def _module() -> dict[str, Any]:
+    namespace = types.ModuleType("__main__").__dict__
+    namespace["asyncio"] = asyncio
+    return namespace
+
+
+def _run(source: str) -> Any:
+    code = compile_program(source)
+    if is_async(code):
+        return asyncio.run(run_async(code, _module()))
+    return run_sync(code, _module())
 
 
 @pytest.mark.parametrize(
@@ -29,39 +41,103 @@ def _run(source: str, **names: Any) -> Any:
         ("1 + 1", 2),
         ("return None", None),
         ("return", None),
-        ("x = 1", _ABSENT),
+        ("x = 1", ABSENT),
         ("print", print),
-        ("None", _ABSENT),
+        ("None", ABSENT),
         ("await asyncio.sleep(0)\nreturn 5", 5),
+        ("await asyncio.sleep(0)\n5", 5),
         ("def f():\n    return 3\nf()", 3),
         ("if True:\n    return 'early'\nreturn 'late'", "early"),
-        ("", _ABSENT),
+        ("for i in range(10):\n    if i == 3:\n        return i", 3),
+        ("while True:\n    return 'out'", "out"),
+        ("", ABSENT),
         ("xs = [1, 2]\n[x * 2 for x in xs]", [2, 4]),
+        ("match 3:\n    case 3:\n        return 'three'", "three"),
     ],
 )
 def test_results_follow_the_last_expression_rule(source: str, expected: Any) -> None:
-    assert _run(source) == expected if expected is not _ABSENT else _run(source) is _ABSENT
+    assert _run(source) == expected if expected is not ABSENT else _run(source) is ABSENT
 
 
 def test_a_trailing_expression_that_is_none_gives_no_result() -> None:
-    assert _run("def f(): pass\nf()") is _ABSENT
+    assert _run("def f(): pass\nf()") is ABSENT
+
+
+def test_a_return_inside_try_is_not_caught_by_a_bare_except_and_runs_finally() -> None:
+    source = (
+        "log = []\n"
+        "try:\n"
+        "    try:\n        return log\n    except:\n        log.append('caught')\n"
+        "    except BaseException:\n        log.append('caught too')\n"
+        "finally:\n    log.append('finally')\n"
+    )
+    assert _run(source) == ["finally"]
+
+
+def test_a_return_inside_with_exits_the_manager_cleanly() -> None:
+    source = (
+        "class M:\n"
+        "    def __init__(self):\n        self.seen = None\n"
+        "    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        self.seen = exc\n        return True\n"
+        "m = M()\n"
+        "with m as same:\n    return [same is m, m]\n"
+    )
+    same, manager = _run(source)
+    assert same is True
+    assert manager.seen == (None, None, None)  # as a function's return would leave it
+
+
+def test_a_return_inside_async_with_exits_the_manager_cleanly() -> None:
+    source = (
+        "class M:\n"
+        "    async def __aenter__(self):\n        return self\n"
+        "    async def __aexit__(self, *exc):\n        self.seen = exc\n"
+        "async with M() as m:\n    return m\n"
+    )
+    assert _run(source).seen == (None, None, None)
+
+
+def test_a_with_without_return_is_untouched() -> None:
+    code = compile_program("import contextlib\nwith contextlib.nullcontext(1) as x:\n    y = x\ny")
+    assert "__dsh_returning__" not in code.co_names
+    assert _run("import contextlib\nwith contextlib.nullcontext(1) as x:\n    y = x\ny") == 1
+
+
+def test_a_non_manager_in_with_fails_as_in_cpython() -> None:
+    with pytest.raises(TypeError, match="'int' object does not support the context manager"):
+        _run("with 3:\n    return 1")
+
+
+def test_a_return_in_except_star_is_the_result() -> None:
+    source = "try:\n    return 'r'\nexcept* ValueError:\n    pass\n"
+    assert _run(source) == "r"
 
 
 @pytest.mark.parametrize(
-    ("source", "lineno", "needle"),
+    ("source", "lineno", "needle", "kind"),
     [
-        ("x = 1\nfoo(", 2, "was never closed"),
-        ("yield 1", 1, "`yield` is not allowed"),
-        ("x = 1\nyield from []", 2, "`yield` is not allowed"),
-        ("from __future__ import annotations", 1, "__future__"),
-        ("nonlocal x", 1, "nonlocal"),
+        ("x = 1\nfoo(", 2, "was never closed", "SyntaxError"),
+        ("yield 1", 1, "'yield' outside function", "SyntaxError"),
+        ("x = 1\nyield from []", 2, "'yield' outside function", "SyntaxError"),
+        ("nonlocal x", 1, "nonlocal declaration not allowed at module level", "SyntaxError"),
+        ("if True:\nx = 1", 2, "expected an indented block", "IndentationError"),
+        ("class A:\n    return 1", 2, "'return' outside function", "SyntaxError"),
     ],
 )
-def test_parse_failures_name_the_program_line(source: str, lineno: int, needle: str) -> None:
+def test_parse_failures_name_the_program_line_and_kind(
+    source: str, lineno: int, needle: str, kind: str
+) -> None:
     with pytest.raises(ProgramRejected) as info:
         compile_program(source)
     assert needle in info.value.message
+    assert info.value.message.startswith(f"{kind}: ")
     assert info.value.lineno == lineno
+    assert info.value.exception_type == kind
+
+
+def test_from_future_and_a_bom_are_accepted() -> None:
+    assert _run("\ufefffrom __future__ import annotations\ndef f(x: Undefined) -> 1: return x\nf(2)") == 2
 
 
 def test_yield_inside_a_nested_function_is_fine() -> None:

@@ -22,9 +22,19 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
     return request.param
 
 
-def open_fds() -> set[int]:
-    """The host's open fds."""
-    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+def open_fds(*, but_cgroups: bool = False) -> set[int]:
+    """The host's open fds (``but_cgroups``: not counting files of cgroups, which a runtime
+    keeps open for the cgroups it reuses)."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        if but_cgroups:
+            try:
+                if os.readlink(f"/proc/self/fd/{name}").startswith("/sys/fs/cgroup/"):
+                    continue
+            except OSError:
+                continue
+        found.add(int(name))
+    return found
 
 
 def live_children(pid: int) -> list[psutil.Process]:
@@ -42,6 +52,50 @@ def live_children(pid: int) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return live
+
+
+_SIGKILL_BIT = 1 << (9 - 1)
+_PF_EXITING = 0x4
+
+
+def can_still_run(pid: int) -> bool:
+    """True if process ``pid`` may still execute code: it is alive, not a zombie, not exiting
+    and no SIGKILL is pending for it (a killed process never returns to user space)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        if fields[0] in (b"Z", b"X") or int(fields[6]) & _PF_EXITING:
+            return False
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = f.read()
+    except (OSError, IndexError):
+        return False
+    for line in status.splitlines():
+        key, _, value = line.partition(b":")
+        if key in (b"SigPnd", b"ShdPnd") and int(value.strip(), 16) & _SIGKILL_BIT:
+            return False
+    return True
+
+
+async def settled(rt: SubprocessRuntime) -> None:
+    """Until what the runtime releases after its runs returned (fds, directories,
+    cgroups, exited processes) is released."""
+    await rt._background.wait()
+
+
+@functools.cache
+def unprivileged_runs_here() -> bool:
+    """True if programs here run as an unprivileged uid (a root host that may make the
+    template's read-only view: a mount namespace of its own)."""
+    if os.geteuid() != 0:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        import ctypes
+
+        os._exit(0 if ctypes.CDLL(None).unshare(0x00020000) == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 @functools.cache
@@ -72,6 +126,7 @@ def our_cgroups() -> list[str]:
 def workdir_root() -> Iterator[str]:
     """A root for this test's run directories only (other test processes share /dev/shm)."""
     root = tempfile.mkdtemp(prefix="dsh-test-", dir=default_workdir_root())
+    os.chmod(root, 0o711)  # on a root host programs run as an unprivileged uid: let it search
     yield root
     leftovers = os.listdir(root)
     os.rmdir(root) if not leftovers else None

@@ -23,7 +23,7 @@ from host.sandbox import SubprocessRuntime
 from runtime import Binding, Limits, RunRequest, RunResult
 from runtime._contain import landlock_abi
 from tests.conftest import PlainAsyncioLoop
-from tests.host.sandbox.conftest import cgroups_here, live_children
+from tests.host.sandbox.conftest import cgroups_here, live_children, unprivileged_runs_here
 
 __all__ = (
     "HOSTILE",
@@ -63,8 +63,8 @@ ONE_BACKEND = pytest.mark.parametrize(
 
 ISOLATIONS = ["namespaces", "process"]
 NO_PID_NAMESPACE = (
-    "missing isolation at the process level: no PID namespace (nor user namespace / capability "
-    "drop); the child runs as root and sees, reads and signals every process on the machine"
+    "missing isolation at the process level: no PID namespace (nor user namespace); the child "
+    "runs as the host's uid and sees, reads and signals every process of that uid"
 )
 
 #: Landlock (applied at every level, best effort) closes some process-level gaps: ptrace and
@@ -72,6 +72,8 @@ NO_PID_NAMESPACE = (
 LANDLOCK_ABI = landlock_abi()
 #: What per-run cgroups give runs on this host (what SubprocessRuntime() would use).
 RUNTIME_CGROUPS, WHY_NOT_CGROUPS = cgroups_here()
+#: Programs run as an unprivileged uid here (a root host), not as the host's own.
+UNPRIVILEGED_RUNS = unprivileged_runs_here()
 
 
 def gap(
@@ -81,13 +83,19 @@ def gap(
     *,
     closed_by_landlock: int | None = None,
     closed_by_cgroups: str | None = None,
+    closed_by_uid: bool = False,
     levels: tuple[str, ...] = ("process",),
     base: str = NO_PID_NAMESPACE,
 ) -> None:
     """Mark a known isolation gap: strict xfail at ``levels`` (unless this kernel's Landlock
-    ABI, or a feature of the runtime's cgroups, closes it), a plain assertion elsewhere."""
+    ABI, a feature of the runtime's cgroups, or programs running as an unprivileged uid
+    (``closed_by_uid``) closes it), a plain assertion elsewhere."""
     if isolation not in levels:
         return
+    if closed_by_uid:
+        if UNPRIVILEGED_RUNS:
+            return
+        what += " (programs here run as the host's uid)"
     if closed_by_cgroups is not None:
         if closed_by_cgroups in RUNTIME_CGROUPS:
             return
@@ -152,7 +160,8 @@ def pids(rt: SubprocessRuntime) -> dict[str, int]:
 
 
 def bridge_helpers() -> str:
-    """Code that finds the child's bridge fds (by access mode) and writes frames to ctl_out."""
+    """Code that finds the child's bridge fds (by access mode) and writes frames to ctl_out
+    (waiting while the pipe is full: the child's bridge fds are non-blocking)."""
     return textwrap.dedent(
         """\
         import os, fcntl, struct, json
@@ -172,9 +181,14 @@ def bridge_helpers() -> str:
                 body = json.dumps(body).encode()
             return struct.pack('!I', len(body)) + body
         def send(body):
-            data = frame(body)
+            send_raw(frame(body))
+        def send_raw(data):
+            import select
             while data:
-                data = data[os.write(CTL_OUT, data):]
+                try:
+                    data = data[os.write(CTL_OUT, data):]
+                except BlockingIOError:  # the bridge's fds are non-blocking
+                    select.select([], [CTL_OUT], [])
         """
     )
 
@@ -282,6 +296,7 @@ async def run_hostile(
     timeout: float | None = None,
     grace: float = 1.5,
     probe: bool = True,
+    call_style: str = "async",
 ) -> RunResult:
     """Run ``program`` (named with a fresh mark), check it left nothing, then probe the host.
 
@@ -294,6 +309,7 @@ async def run_hostile(
         bindings=dict(bindings or {}),
         inputs=dict(inputs or {}),
         limits=limits,
+        call_style=call_style,  # type: ignore[arg-type]
     )
     try:
         with anyio.fail_after(timeout if timeout is not None else limits.max_wall_ms / 1000 + 10):

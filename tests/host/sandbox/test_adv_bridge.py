@@ -148,15 +148,28 @@ async def test_closing_the_bridge_and_hanging_is_a_death(rt: SubprocessRuntime) 
 
 
 @ONE_BACKEND
-async def test_closing_the_reply_pipe_then_calling_hits_the_wall_budget(
-    rt: SubprocessRuntime,
+@pytest.mark.parametrize("style", ["async", "sync"])
+async def test_closing_the_reply_pipe_then_calling_settles_at_once(
+    rt: SubprocessRuntime, style: str
 ) -> None:
-    program = bridge_helpers() + "os.close(CTL_IN)\nreturn await tools.echo(v=1)"
+    call = "await tools.echo(v=1)" if style == "async" else "tools.echo(v=1)"
+    program = bridge_helpers() + f"os.close(CTL_IN)\nreturn {call}"
+    line = bridge_helpers().count("\n") + 3  # after the naming prelude and the close
     result = await run_hostile(
-        rt, program, bindings={"tools.echo": echo}, limits=Limits(max_wall_ms=800)
+        rt,
+        program,
+        bindings={"tools.echo": echo},
+        limits=Limits(max_wall_ms=800),
+        call_style=style,
     )
     assert not result.has_value
-    assert kind_of(result) in ("budget", "died")
+    assert result.stats is not None and result.stats.wall_ms < 800
+    if style == "async":  # the program's loop cannot watch the fd it closed: its own error
+        expect(result, "exception")
+        assert result.error is not None and "Bad file descriptor" in result.error.message
+        assert result.error.lineno == line
+    else:  # the blocked call reads the closed pipe as the host gone: the child leaves
+        expect(result, "died")
 
 
 @ONE_BACKEND
@@ -180,7 +193,7 @@ async def test_a_call_flood_settles_within_the_wall_budget(rt: SubprocessRuntime
     program = bridge_helpers() + (
         "chunk = b''.join(frame({'type': 'Call', 'id': i, 'name': 'nope', 'args': {}}) "
         "for i in range(1_000_000, 1_006_000))\n"
-        "os.write(CTL_OUT, chunk)\n"
+        "send_raw(chunk)\n"
         "import time\ntime.sleep(60)\n"
     )
     rss = psutil.Process().memory_info().rss
@@ -282,7 +295,7 @@ async def test_calls_queued_behind_unread_replies_keep_host_memory_bounded(
 async def test_a_flood_of_fresh_call_ids_keeps_host_memory_bounded(rt: SubprocessRuntime) -> None:
     program = bridge_helpers() + (
         "for base in range(0, 2_000_000, 100_000):\n"
-        "    os.write(CTL_OUT, b''.join(frame({'type': 'Call', 'id': i, 'name': 'nope', "
+        "    send_raw(b''.join(frame({'type': 'Call', 'id': i, 'name': 'nope', "
         "'args': {}}) for i in range(base, base + 100_000)))\n"
         "return 1\n"
     )

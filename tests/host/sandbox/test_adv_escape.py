@@ -285,7 +285,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 KEYCTL_SEARCH = 10
 found = libc.syscall(250, KEYCTL_SEARCH, -3, b'user', name.encode(), 0)
-added = libc.syscall(248, b'user', b'dsh-planted', b'x', 1, -3)
+added = libc.syscall(248, b'user', planted.encode(), b'x', 1, -3)
 return {'found': found, 'added': added}
 """
 
@@ -294,12 +294,13 @@ return {'found': found, 'added': added}
 async def test_the_host_session_keyring_is_out_of_reach(
     rt: SubprocessRuntime, session_key: str
 ) -> None:
-    result = await run_hostile(rt, _KEYRING, inputs={"name": session_key})
+    planted = f"dsh-planted-{secrets.token_hex(4)}"
+    result = await run_hostile(rt, _KEYRING, inputs={"name": session_key, "planted": planted})
     assert result.error is None, result.error
     assert result.value["found"] < 0, result.value
     # a key added by the program (if the kernel let it) must not land in the host's keyring
     with open("/proc/keys") as f:
-        assert "dsh-planted" not in f.read()
+        assert planted not in f.read()
 
 
 # ---- IPC objects ---------------------------------------------------------------------------------

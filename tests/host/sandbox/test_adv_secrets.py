@@ -64,7 +64,12 @@ _READ_HOST_ENVIRON = PROC_HELPERS + (
 def test_the_host_environ_is_not_readable_from_the_child(
     request: pytest.FixtureRequest, isolation: str
 ) -> None:
-    gap(request, isolation, "/proc/<host>/environ is readable (Landlock does not stop it)")
+    gap(
+        request,
+        isolation,
+        "/proc/<host>/environ is readable (Landlock does not stop it)",
+        closed_by_uid=True,
+    )
     secret = secrets.token_hex(8)
     host = run_in_separate_host(_READ_HOST_ENVIRON, isolation, env={"DSH_ADV_SECRET": secret})
     assert host.survived
@@ -97,7 +102,12 @@ async def test_the_host_memory_is_not_readable_from_the_child(
 async def test_the_host_fd_table_is_not_reachable(
     request: pytest.FixtureRequest, rt: SubprocessRuntime
 ) -> None:
-    gap(request, rt.isolation, "the host's fd table is listable (Landlock does not stop it)")
+    gap(
+        request,
+        rt.isolation,
+        "the host's fd table is listable (Landlock does not stop it)",
+        closed_by_uid=True,
+    )
     program = PROC_HELPERS + (
         "try:\n    return ['listed', len(os.listdir(f'/proc/{HOST}/fd'))]\n"
         "except OSError as e:\n    return ['refused', e.errno]\n"

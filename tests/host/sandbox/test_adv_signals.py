@@ -12,6 +12,7 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import RunRequest, RunResult
+from tests.host.sandbox.conftest import settled
 from tests.host.sandbox.hostile import (
     HOSTILE,
     ISOLATIONS,
@@ -187,9 +188,10 @@ async def test_a_spare_stopped_from_outside_is_not_handed_to_the_next_run(
 ) -> None:
     # What a child could do without Landlock signal scoping, done here by the test itself.
     await rt.run(RunRequest(program="1"))
+    await settled(rt)  # the run's own child is gone: what is left under the template are spares
     template = rt._template
     assert template is not None and template.pid is not None
-    with anyio.fail_after(10):  # the spare is asked for after a run: wait until it is forked
+    with anyio.fail_after(10):  # wait until the spare is forked
         while not psutil.Process(template.pid).children():
             await anyio.sleep(0.01)
     spares = psutil.Process(template.pid).children()

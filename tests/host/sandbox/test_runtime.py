@@ -12,6 +12,8 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import CodeRuntime, Limits, RunRequest, RunResult, RuntimeClosedError, ToolCallError
+from tests.host.sandbox.conftest import can_still_run, settled
+from tests.host.sandbox.hostile import bridge_helpers
 
 pytestmark = pytest.mark.anyio
 
@@ -378,6 +380,7 @@ async def test_the_environment_is_empty_and_the_workdir_private(rt: SubprocessRu
     assert env == {}
     assert files == ["f.txt"]
     assert cwd != second.value[1]
+    await settled(rt)
     assert not os.path.exists(cwd)
 
 
@@ -420,12 +423,12 @@ return 1
 
 
 def _marked(mark: str) -> list[int]:
-    """Host pids of live (non-zombie) processes whose command line carries ``mark``."""
+    """Host pids of processes that can still run whose command line carries ``mark``."""
     import psutil
 
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if mark in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+    for proc in psutil.process_iter(["cmdline"]):
+        if mark in (proc.info["cmdline"] or []) and can_still_run(proc.pid):
             found.append(proc.pid)
     return found
 
@@ -445,39 +448,33 @@ async def test_nothing_the_program_started_survives_the_run(
     mark = f"{600 + os.getpid() % 1000}.{id(program) % 100000}"  # a unique `sleep` argument
     result = await run(rt, program.replace("MARK", mark))
     assert result.value == 1, result.error
-    assert _marked(mark) == []  # killed by the time run() returned (at most a zombie)
+    assert _marked(mark) == []  # killed by the time run() returned: none can run again
 
 
 def _bridge_writer() -> str:
-    return (
-        "import os, fcntl, struct, json\n"
-        "def ctl_out():\n"
-        "    for name in os.listdir('/proc/self/fd'):\n"
-        "        fd = int(name)\n"
-        "        if fd > 2 and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
-        "            return fd\n"
-        "def frame(body):\n"
-        "    return struct.pack('!I', len(body)) + body\n"
-        "fd = ctl_out()\n"
-    )
+    return bridge_helpers() + "fd = CTL_OUT\n"
 
 
 async def test_garbage_and_forged_frames_are_dropped_and_counted(rt: SubprocessRuntime) -> None:
+    # The child's bridge numbers its calls 1, 2, ... in the order it writes them; the host
+    # takes only increasing ids (a repeated or older id is forged), whatever else comes.
     program = _bridge_writer() + (
+        "first = await tools.add(a=1, b=1)\n"  # id 1
         "os.write(fd, frame(b'garbage'))\n"
         'os.write(fd, frame(b\'{"type": "Nope"}\'))\n'
         'os.write(fd, frame(b\'{"type": "Call", "id": "x"}\'))\n'
-        "call = json.dumps({'type': 'Call', 'id': 1000, 'name': 'tools.add', 'args': {'a': 1, 'b': 1}}).encode()\n"
-        "os.write(fd, frame(call))\n"
-        "os.write(fd, frame(call))\n"
+        "call = json.dumps({'type': 'Call', 'id': 1, 'name': 'tools.add', 'args': {'a': 1, 'b': 1}}).encode()\n"
+        "os.write(fd, frame(call))\n"  # id 1 again
+        "second = await tools.add(a=20, b=22)\n"  # id 2
         "os.write(fd, frame(json.dumps({'type': 'Call', 'id': 1001, 'name': 'nope', 'args': {}}).encode()))\n"
-        "return await tools.add(a=20, b=22)\n"
+        "import time\ntime.sleep(0.1)\n"
+        "return first + second\n"
     )
     result = await run(rt, program)
-    assert result.value == 42
+    assert result.value == 44
     assert result.stats is not None
-    assert result.stats.dropped_frames == 4  # 3 undecodable + 1 duplicate id
-    assert result.stats.calls == 3  # id 1000, id 1001 (unknown name, answered with an error), ours
+    assert result.stats.dropped_frames == 4  # 3 undecodable + 1 repeated id
+    assert result.stats.calls == 3  # ours twice, id 1001 (unknown name, answered with an error)
 
 
 async def test_a_ready_frame_from_the_program_is_forged_and_dropped(
@@ -601,11 +598,16 @@ async def test_two_hundred_runs_leave_nothing_behind(rt: SubprocessRuntime) -> N
     from tests.host.sandbox.conftest import live_children, open_fds
 
     await run(rt, "1")  # starts the template, which holds one socket for the runtime's life
-    fds = len(open_fds())
+    await settled(rt)
+    fds = len(open_fds(but_cgroups=True))
     for i in range(200):
         result = await run(rt, f"print({i})\nreturn {i}")
         assert result.value == i
-    assert len(open_fds()) == fds  # the same count: a spare's pipes change numbers, not count
+    await settled(rt)
+    # the same count: a spare's pipes change numbers, not count
+    assert len(open_fds(but_cgroups=True)) == fds
+    if rt._cgroups is not None:  # cgroups kept for reuse: no more than runs can overlap
+        assert len(rt._cgroups._free) <= rt._max_concurrent + rt._prefork
     template = rt._template
     assert template is not None and template.pid is not None
     with anyio.fail_after(5):  # killed children are reaped, the next spare is forked
@@ -678,4 +680,5 @@ async def test_a_spare_waits_in_its_own_directory_before_its_program_arrives(
             await anyio.sleep(0.01)
     second = await run(rt, "import os\nreturn os.getcwd()")
     assert second.value == spare.workdir
-    assert not os.path.exists(spare.workdir)  # removed when the run settled
+    await settled(rt)
+    assert not os.path.exists(spare.workdir)  # removed once the run's processes are gone

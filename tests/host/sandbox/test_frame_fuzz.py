@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.sandbox._run import Run, RunOptions, _decoder
+from host.sandbox._watchdog import Watchdog
 from runtime import Limits, RunRequest
 from runtime._wire import HEADER, Call, Done, Failed, FrameBuffer, encode_frame
 
@@ -123,16 +124,6 @@ _tails = st.one_of(
 )
 
 
-class _TaskGroup:
-    """Stands in for the run's task group: records the calls it would serve."""
-
-    def __init__(self) -> None:
-        self.started: list[Any] = []
-
-    def start_soon(self, func: Any, *args: Any) -> None:
-        self.started.append(args)
-
-
 class _Slot:
     """Stands in for the child slot: fds never used here, a template that says its isolation."""
 
@@ -144,9 +135,7 @@ class _Slot:
 def _make_run(max_output: int) -> Run:
     request = RunRequest(program="1", limits=Limits(max_output_bytes=max_output))
     options = RunOptions(workdir_root="/nonexistent", max_frame_bytes=_MAX_FRAME)
-    run = Run(request, b"", _Slot(), options)  # type: ignore[arg-type]
-    run.__dict__["_tg"] = _TaskGroup()
-    return run
+    return Run(request, b"", _Slot(), options, Watchdog())  # type: ignore[arg-type]
 
 
 def _feed(frames: list[_Frame], tail: bytes, cuts: list[int], max_output: int) -> None:
@@ -159,18 +148,17 @@ def _feed(frames: list[_Frame], tail: bytes, cuts: list[int], max_output: int) -
             run._handle_ctl_bytes(stream[pos : pos + cut])
             pos += cut
         run._handle_ctl_bytes(stream[pos:])
-        tg = run.__dict__["_tg"]
         oversized = sum(f.oversized for f in frames)
         tail_oversized = len(tail) >= HEADER.size and HEADER.unpack_from(tail)[0] > _MAX_FRAME
         complete = len(frames) - oversized
-        settled = 1 if run.outcome is not None else 0
+        settled = 1 if run.guard.outcome is not None else 0
+        # the conservation law: every complete frame is a call, a drop or the settle
         assert run._frames.oversized == oversized + tail_oversized
-        assert run.calls + run.dropped + settled == complete
-        assert tg.started == []  # no bindings: every call is answered on the spot, no task
-        assert run.calls == len(run._seen_ids)
+        assert run.calls.calls + run.calls.dropped + settled == complete
+        assert run.calls.in_flight == 0  # no bindings: every call is answered on the spot
         stats = run._result().stats
         assert stats is not None
-        assert stats.dropped_frames == run.dropped + run._frames.oversized
+        assert stats.dropped_frames == run.calls.dropped + run._frames.oversized
 
     anyio.run(check)
 
@@ -198,7 +186,7 @@ def test_arbitrary_bytes_on_the_bridge_never_raise(data: bytes, cuts: list[int])
             run._handle_ctl_bytes(data[pos : pos + cut])
             pos += cut
         run._handle_ctl_bytes(data[pos:])
-        assert run.calls <= len(data) // HEADER.size
+        assert run.calls.calls <= len(data) // HEADER.size
 
     anyio.run(check)
 

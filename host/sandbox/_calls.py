@@ -1,0 +1,162 @@
+"""A run's binding calls on the host: checked, bounded, served in arrival order.
+
+Call ids must increase (the child's bridge numbers them in the order it writes them): one
+integer says which ids were seen, whatever a program forges. A call whose name is not a
+binding is answered on the spot. The calls waiting or running hold at most ``max_bytes`` of
+arguments (as raw JSON, decoded when a worker takes them) and ``max_calls`` in number; past
+either, the run's bridge stops reading until calls finish (the child keeps reading replies
+while it waits to write, so a well-behaved program never deadlocks; a hostile one only
+stalls itself, until its wall budget).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import msgspec
+
+from runtime._contract import Binding
+from runtime._json import json_problem
+from runtime._wire import Call, Reply, ReplyError, encode_frame
+
+__all__ = ("CallServer", "QueuedCall")
+
+_value_decoder = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedCall:
+    """A binding call waiting for a worker."""
+
+    id: int
+    name: str
+    binding: Binding
+    args: msgspec.Raw
+
+
+class CallServer:
+    """Admits a run's Call frames and hands them to workers; says when to stop reading."""
+
+    def __init__(
+        self,
+        bindings: Mapping[str, Binding],
+        *,
+        max_workers: int,
+        max_bytes: int,
+        max_calls: int,
+        send_nowait: Callable[[bytes], bool],
+    ) -> None:
+        self._bindings = bindings
+        self.max_workers = max_workers
+        self.max_bytes = max_bytes
+        self.max_calls = max_calls
+        self._send_nowait = send_nowait
+        self._queue: deque[QueuedCall] = deque()
+        self._idle: deque[anyio.Event] = deque()  # one per worker waiting for a call
+        self._closed = False
+        self.last_id = 0
+        self.calls = 0  # calls accepted (answered or queued)
+        self.dropped = 0
+        self.workers = 0
+        self.in_flight = 0  # calls queued or running
+        self.in_flight_bytes = 0
+
+    @property
+    def full(self) -> bool:
+        """True while the calls in flight hold as much as they may: stop reading."""
+        return self.in_flight >= self.max_calls or self.in_flight_bytes >= self.max_bytes
+
+    @property
+    def wants_worker(self) -> bool:
+        """True if a call waits and another worker may start for it."""
+        return bool(self._queue) and not self._idle and self.workers < self.max_workers
+
+    def admit(self, call: Call) -> None:
+        """Take one Call frame: drop it, answer it, or queue it."""
+        if call.id <= self.last_id:
+            self.dropped += 1  # a duplicate or an id from the past: forged
+            return
+        self.last_id = call.id
+        self.calls += 1
+        binding = self._bindings.get(call.name)
+        if binding is None:  # answered on the spot: a forged name costs no task, no memory
+            reply = ReplyError(
+                id=call.id, tool=call.name, message=f"no binding named {call.name!r}", code="UNKNOWN_TOOL"
+            )
+            self._send_nowait(encode_frame(reply))
+            return
+        self.in_flight += 1
+        self.in_flight_bytes += len(call.args)
+        self._queue.append(QueuedCall(call.id, call.name, binding, call.args))
+        if self._idle:
+            self._idle.popleft().set()
+
+    def done(self, call: QueuedCall) -> None:
+        """A worker finished ``call`` (answered or not)."""
+        self.in_flight -= 1
+        self.in_flight_bytes -= len(call.args)
+
+    async def next_call(self) -> QueuedCall | None:
+        """The next call for a worker, waiting for one; None once closed and drained."""
+        while not self._queue:
+            if self._closed:
+                return None
+            woken = anyio.Event()
+            self._idle.append(woken)
+            try:
+                await woken.wait()
+            finally:
+                if woken in self._idle:  # cancelled while idle
+                    self._idle.remove(woken)
+        return self._queue.popleft()
+
+    def close(self) -> None:
+        """No more calls: idle workers wake and get None."""
+        self._closed = True
+        while self._idle:
+            self._idle.popleft().set()
+
+
+def decode_args(call: QueuedCall) -> Any:
+    """The call's arguments as Python values; raises ``ValueError`` if they cannot be read."""
+    try:
+        return _value_decoder.decode(call.args)
+    except (msgspec.DecodeError, RecursionError, MemoryError) as exc:
+        raise ValueError(
+            f"the arguments of binding {call.name} cannot be read as JSON (nested too deep, or "
+            "an integer of more than 4300 digits)"
+        ) from exc
+
+
+async def answer(call: QueuedCall, args: Any, max_frame: int) -> tuple[bytes | None, str | None]:
+    """Call the binding: the reply frame, or the failure of the whole run (its message)."""
+    try:
+        value = await call.binding(args)
+    except Exception as exc:
+        code = getattr(exc, "code", None)
+        tool = getattr(exc, "tool", None)
+        reply: Reply | ReplyError = ReplyError(
+            id=call.id,
+            tool=tool if isinstance(tool, str) else call.name,
+            message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
+            code=code if isinstance(code, str) else "TOOL_ERROR",
+        )
+        return encode_frame(reply), None
+    problem = json_problem(value)
+    if problem is not None:
+        return None, f"binding {call.name} returned a value that is not lossless JSON: {problem}"
+    frame = encode_frame(Reply(id=call.id, value=value))
+    if len(frame) > max_frame:
+        too_big = ReplyError(
+            id=call.id,
+            tool=call.name,
+            message=f"the result of {call.name} is {len(frame)} bytes of JSON, more than the "
+            f"bridge carries ({max_frame})",
+            code="TOOL_ERROR",
+        )
+        frame = encode_frame(too_big)
+    return frame, None
