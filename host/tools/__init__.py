@@ -52,12 +52,13 @@ from ._schema import (
     OneOf,
     SchemaDSL,
     String,
-    from_json_schema,
     schema,
     to_json_schema,
 )
+from ._jsonschema import BareSchema, SchemaLimits
 from ._signal import AbortController, AbortSignal, fuse_signals
 from ._validate import validate
+from ._view import from_json_schema
 
 __all__ = (
     "RUN_CODE",
@@ -66,6 +67,7 @@ __all__ = (
     "Allow",
     "Array",
     "Ask",
+    "BareSchema",
     "Boolean",
     "Deny",
     "DiffCard",
@@ -89,6 +91,7 @@ __all__ = (
     "ReservedToolNameError",
     "SchemaDSL",
     "SchemaError",
+    "SchemaLimits",
     "Scope",
     "ScopeError",
     "SearchCard",

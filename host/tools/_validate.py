@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
+import uuid
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
+
+from ._explain import describe as _describe
 
 from ._schema import (
     MISSING,
@@ -61,26 +66,6 @@ def format_path(path: _Path) -> str:
     return "$" + "".join(reversed(parts))
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        text = str(value) if value.bit_length() < 128 else "a large integer"
-        return f"integer {text}"
-    if isinstance(value, float):
-        return f"number {value!r}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:40] + "…"
-        return f"string {json.dumps(shown, ensure_ascii=False)}"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return f"a non-JSON {type(value).__name__}"
-
-
 @lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
@@ -92,6 +77,29 @@ def _expected(node: Node) -> str:
     if isinstance(node, Json):
         return "a JSON value"
     return type(node).__name__.lower()
+
+
+def _date_time(text: str) -> object:
+    if len(text) < 11 or text[10] not in "Tt ":
+        raise ValueError("no time")
+    return datetime.datetime.fromisoformat(text)
+
+
+# The formats ``@tool`` turns into Python objects: a value that passes must convert.
+_FORMATS: Final[dict[str, Callable[[str], object]]] = {
+    "date-time": _date_time,
+    "date": datetime.date.fromisoformat,
+    "time": datetime.time.fromisoformat,
+    "uuid": uuid.UUID,
+}
+
+
+def _parses(check: Callable[[str], object], text: str) -> bool:
+    try:
+        check(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _json_equal(left: Any, right: Any) -> bool:
@@ -111,6 +119,9 @@ def _check_scalar(node: Node, value: Any) -> str | None:
             return f"string of at most {node.max_length} characters"
         if node.pattern is not None and not _regex(node.pattern).search(value):
             return f"string matching /{node.pattern}/"
+        check = None if node.format is None else _FORMATS.get(node.format)
+        if check is not None and not _parses(check, value):
+            return f"string in format {node.format}"
     elif isinstance(node, Number | Integer):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return _expected(node)
@@ -149,8 +160,11 @@ def _check_scalar(node: Node, value: Any) -> str | None:
 def validate(node: Node, value: Any) -> str | None:
     """Validate ``value`` against ``node``; return the first error message, or None if valid.
 
-    Uses memory proportional to the value's size, never the Python call stack.
+    Uses memory proportional to the value's size, never the Python call stack. A node made
+    from a bare JSON Schema validates with that schema's compiled, bounded validator.
     """
+    if node.bare is not None:
+        return node.bare.check(value)
     if _is_leaf(node, value):  # fast path: one leaf
         expected = _check_scalar(node, value)
         return None if expected is None else _fail(None, expected, value)
@@ -161,6 +175,8 @@ def validate(node: Node, value: Any) -> str | None:
 
 def _is_leaf(node: Node, value: Any) -> bool:
     """True when ``_visit`` would only run ``_check_scalar`` on this pair (no children)."""
+    if node.bare is not None:
+        return False
     if isinstance(node, String | Number | Integer | Boolean | Null):
         return True
     return isinstance(node, Json) and not isinstance(value, dict | list)
@@ -236,6 +252,8 @@ def _visit(
     on_path: set[int],
 ) -> str | None:
     """Check one (node, value) pair and push its children; return an error message or None."""
+    if node.bare is not None:
+        return node.bare.check(value, _parts(path))
     if isinstance(node, OneOf):
         alternatives = [_Branch(branch) for _ in node.options]
         stack.append((_RESOLVE, node, value, path, branch, alternatives))
@@ -257,6 +275,14 @@ def _visit(
         return _push_dict(node, value, path, branch, stack)
     expected = _check_scalar(node, value)
     return None if expected is None else _fail(path, expected, value)
+
+
+def _parts(path: _Path) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    while path is not None:
+        path, key = path
+        parts.append(key)
+    return tuple(reversed(parts))
 
 
 def _fail(path: _Path, expected: str, value: Any) -> str:

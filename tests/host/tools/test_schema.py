@@ -105,9 +105,18 @@ def test_json_schema_import_details() -> None:
 
 
 @pytest.mark.parametrize(
-    "source",
-    [{"anyOf": []}, {"$ref": "#/x"}, {"type": "date"}, {"enum": ["a", 1]}, 3],
+    ("source", "message"),
+    [
+        ({"anyOf": []}, r"invalid JSON Schema at #/anyOf: \[\] has less than 1 item"),
+        ({"$ref": "#/x"}, r"at #/\$ref: cannot resolve a \$ref: Pointer '/x' does not exist"),
+        ({"type": "date"}, r"at #/type: \"date\" is not valid under any of the schemas"),
+        (
+            {"properties": {"a": {"pattern": "("}}},
+            r"at #/properties/a/pattern: \"\(\" is not a \"regex\"",
+        ),
+        (3, "a JSON Schema is an object or a boolean, got int"),
+    ],
 )
-def test_unsupported_json_schema_is_rejected(source: Any) -> None:
-    with pytest.raises(SchemaError):
+def test_invalid_json_schema_is_rejected(source: Any, message: str) -> None:
+    with pytest.raises(SchemaError, match=message):
         from_json_schema(source)
