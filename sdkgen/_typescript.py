@@ -14,10 +14,11 @@ from sdkgen._nodes import (
     Prim,
     Sdk,
     ToolDef,
+    TupleOf,
     TypeNode,
     UnionOf,
 )
-from sdkgen._python import quote
+from sdkgen._python import quote, with_default
 
 _HEADER = """\
 /** Call `await tools.<name>({...})`; a failed call throws ToolCallError. */
@@ -36,6 +37,10 @@ _PRIMS = {"str": "string", "int": "number", "float": "number", "bool": "boolean"
 def emit_typescript(sdk: Sdk) -> str:
     """Return the TypeScript declaration text for sdk."""
     parts = [_HEADER]
+    if sdk.shared_docs:
+        lines = ["Parameters documented once for every tool below:"]
+        lines.extend(f"{key}: {' '.join(doc.split())}" for key, doc in sdk.shared_docs)
+        parts.append("\n".join(_jsdoc("\n".join(lines), "")) + "\n")
     for definition in sdk.types:
         if isinstance(definition, ObjectDef):
             parts.append(_interface(definition))
@@ -57,6 +62,12 @@ def ts_type(node: TypeNode) -> str:
         case ListOf(item=item):
             text = ts_type(item)
             return f"({text})[]" if isinstance(item, UnionOf) else f"{text}[]"
+        case TupleOf(items=items, rest=rest):
+            members = [ts_type(item) for item in items]
+            if rest is not None:
+                text = ts_type(rest)
+                members.append(f"...({text})[]" if isinstance(rest, UnionOf) else f"...{text}[]")
+            return f"[{', '.join(members)}]"
         case MapOf(value=value):
             return f"{{ [key: string]: {ts_type(value)} }}"
         case Named(name=name):
@@ -88,7 +99,7 @@ def _interface(definition: ObjectDef) -> str:
     lines = _jsdoc(definition.doc, "")
     lines.append(f"interface {definition.name} {{")
     for field in definition.fields:
-        lines.extend(_jsdoc(" ".join(field.doc.split()), "  "))
+        lines.extend(_jsdoc(" ".join(with_default(field).split()), "  "))
         lines.append(_member(field, "  "))
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -127,8 +138,9 @@ def _argument(tool: ToolDef) -> str:
 def _tool_doc(tool: ToolDef) -> str:
     lines = [tool.doc] if tool.doc else []
     for field in tool.params.fields:
-        if field.doc:
-            lines.append(f"@param args.{field.key} {' '.join(field.doc.split())}")
+        doc = with_default(field)
+        if doc:
+            lines.append(f"@param args.{field.key} {' '.join(doc.split())}")
     if tool.returns_doc:
         lines.append(f"@returns {' '.join(tool.returns_doc.split())}")
     return "\n".join(lines)
