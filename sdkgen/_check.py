@@ -21,7 +21,7 @@ from sdkgen._python import emit_python
 
 Severity = Literal["error", "warning", "info"]
 
-_SDK_MODULE = "dsh_sdk"
+_SDK_MODULE = "tools"  # so the checker says "Module `tools` has no member ..."
 _INPUTS_MODULE = "dsh_inputs"
 _TAKEN = frozenset({"tools", "ToolCallError", "JsonValue", "Any"})
 _PROGRAM_FILE = "program.py"
@@ -98,7 +98,7 @@ def wrap_program(program: str, types: Iterable[str] = ()) -> tuple[str, str]:
         body.append(indent + "pass")
     names = ", ".join(["JsonValue", "ToolCallError", *sorted(set(types))])
     head = [
-        f"import {_SDK_MODULE} as tools; from {_SDK_MODULE} import {names}; "
+        f"import {_SDK_MODULE}; from {_SDK_MODULE} import {names}; "
         f"from {_INPUTS_MODULE} import *  # noqa",
         "async def __program__():  # noqa",
     ]

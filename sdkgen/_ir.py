@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import unquote
@@ -113,7 +113,8 @@ class _Builder:
         # A type must not share a name with a method of `class tools` (it would shadow it).
         self._py_names = python_tool_names(tool.name for tool in tools)
         self._names = TypeNames(self._py_names.values())
-        self._bases = _bases(tool.name for tool in tools)
+        # A root type keeps its tool's whole name: `filesystem__read_file` -> `FilesystemReadFileResult`.
+        self._bases = {tool.name: camel(tool.name) for tool in tools}
         self._slots: list[TypeDef | None] = []
         self._slot_of: dict[str, int] = {}
         self._ref_names: dict[tuple[str, str], str] = {}  # (scope id or content key, ptr)
@@ -299,12 +300,11 @@ class _Builder:
                 members = tuple(
                     self._convert(scope, i, hint.item().variant(n)) for n, i in enumerate(prefix, 1)
                 )
+                # A tail the schema leaves open (no `items`) is not typed: the prefix is.
                 more = (
-                    None
-                    if rest is False
-                    else self._convert(scope, rest, hint.item())
-                    if isinstance(rest, Mapping)
-                    else JSON
+                    self._convert(scope, rest, hint.item())
+                    if isinstance(rest, Mapping) and rest
+                    else None
                 )
                 return TupleOf(members, more)
             items = schema.get("items")
@@ -426,17 +426,6 @@ class _Builder:
 
     def _def(self, name: str) -> TypeDef | None:
         return self._slots[self._slot_of[name]]
-
-
-def _bases(names: Iterable[str]) -> dict[str, str]:
-    """Each tool's base type name: its last ``__`` part camel-cased, unless another tool's
-    would be the same (``github__search`` and ``gitlab__search``: the whole name then)."""
-    ordered = sorted(names)
-    short = {name: camel(name.rsplit("__", 1)[-1]) for name in ordered}
-    counts: dict[str, int] = {}
-    for base in short.values():
-        counts[base] = counts.get(base, 0) + 1
-    return {name: short[name] if counts[short[name]] == 1 else camel(name) for name in ordered}
 
 
 def _default(schema: object) -> str | None:

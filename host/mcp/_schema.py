@@ -16,7 +16,7 @@ def _is_object(schema: Any) -> bool:
     kind = schema.get("type")
     if kind is None:
         return "properties" in schema or "additionalProperties" in schema
-    return kind == "object"
+    return bool(kind == "object")
 
 
 def loosen_schema(

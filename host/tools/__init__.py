@@ -16,6 +16,7 @@ from ._exceptions import (
 )
 from ._infer import FunctionTool, hint_to_node, tool
 from ._json import FrozenDict, FrozenList, canonical_json, freeze, thaw
+from ._jsonschema import BareSchema, SchemaLimits
 from ._pipeline import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
 from ._plugins import RepeatReminderConfig, RepeatToolReminder, timeout_policy
 from ._present import (
@@ -55,7 +56,6 @@ from ._schema import (
     schema,
     to_json_schema,
 )
-from ._jsonschema import BareSchema, SchemaLimits
 from ._signal import AbortController, AbortSignal, fuse_signals
 from ._validate import validate
 from ._view import from_json_schema

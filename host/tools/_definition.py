@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._exceptions import SchemaError, ToolDefinitionError
 from ._json import canonical_json
-from ._result import user_context
 from ._jsonschema import SchemaLimits
+from ._result import user_context
 from ._schema import Json, Node, Object, schema
 from ._signal import AbortSignal
 from ._view import from_json_schema

@@ -138,9 +138,12 @@ def _validator_class(source: Any) -> type[jsonschema_rs.Validator]:
         key = uri.split("://", 1)[-1].rstrip("#") if isinstance(uri, str) else None
         found = _DRAFTS.get(key or "")
         if found is None:
-            raise _Problem(("$schema",), f"unsupported $schema {uri!r} (drafts 4, 6, 7, 2019-09 and 2020-12 are)")
+            raise _Problem(
+                ("$schema",),
+                f"unsupported $schema {uri!r} (drafts 4, 6, 7, 2019-09 and 2020-12 are)",
+            )
         return found
-    legacy = jsonschema_rs.Draft202012Validator
+    legacy: type[jsonschema_rs.Validator] = jsonschema_rs.Draft202012Validator
     for schema, _ in _schemas(source):
         if isinstance(schema.get("exclusiveMinimum"), bool) or isinstance(
             schema.get("exclusiveMaximum"), bool
@@ -183,23 +186,17 @@ def _refs(source: Any) -> Iterator[tuple[str, tuple[str | int, ...]]]:
             yield ref, (*parts, "$ref")
 
 
-def _compile(
-    source: Any, cls: type[jsonschema_rs.Validator]
-) -> jsonschema_rs.Validator:
+def _compile(source: Any, cls: type[jsonschema_rs.Validator]) -> jsonschema_rs.Validator:
     """Compile with formats as annotations and no network; raise ``_Problem`` when invalid."""
     try:
         return cls(source, validate_formats=False, offline=True)
     except jsonschema_rs.ValidationError as exc:
         text = exc.message
         if exc.instance_path or "$ref" not in canonical_json(source):
-            return _raise(tuple(exc.instance_path), text)
-        return _raise(_ref_location(source, text), _ref_text(text))
+            raise _Problem(tuple(exc.instance_path), text) from None
+        raise _Problem(_ref_location(source, text), _ref_text(text)) from None
     except (jsonschema_rs.ReferencingError, ValueError, TypeError, OverflowError) as exc:
-        return _raise(_ref_location(source, str(exc)), _ref_text(str(exc)))
-
-
-def _raise(parts: tuple[str | int, ...], text: str) -> Any:
-    raise _Problem(parts, text)
+        raise _Problem(_ref_location(source, str(exc)), _ref_text(str(exc))) from None
 
 
 def _ref_text(text: str) -> str:
@@ -227,8 +224,10 @@ def _cut(doc: Any, parts: tuple[str | int, ...]) -> tuple[str | int, ...]:
     index = 0
     while index < len(parts):
         key = parts[index]
-        if key in _MAP_OF_SCHEMAS or key in _LIST_OF_SCHEMAS or (
-            key == "items" and index + 1 < len(parts) and isinstance(parts[index + 1], int)
+        if (
+            key in _MAP_OF_SCHEMAS
+            or key in _LIST_OF_SCHEMAS
+            or (key == "items" and index + 1 < len(parts) and isinstance(parts[index + 1], int))
         ):
             if index + 1 >= len(parts):
                 return position

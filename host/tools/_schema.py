@@ -365,8 +365,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-
-
 _TYPE_NAMES: Final = {
     String: "string",
     Number: "number",

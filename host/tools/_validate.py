@@ -12,7 +12,6 @@ from functools import lru_cache
 from typing import Any, Final
 
 from ._explain import describe as _describe
-
 from ._schema import (
     MISSING,
     Array,

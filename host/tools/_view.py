@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._jsonschema import SchemaLimits, compile_schema
@@ -67,8 +67,12 @@ def _view(source: Any, required: bool = False) -> Node:
         kind = _infer_kind(source)
     enum = source.get("enum")
     const = source.get("const", MISSING)
-    check = {"string": _is_str, "number": _is_number, "integer": _is_int}.get(str(kind))
-    check = check or (lambda v: isinstance(v, bool))
+    checks: dict[str, Callable[[object], bool]] = {
+        "string": _is_str,
+        "number": _is_number,
+        "integer": _is_int,
+    }
+    check = checks.get(str(kind), _is_bool)
     scalar: dict[str, Any] = {}
     if isinstance(enum, list | tuple) and all(check(item) for item in enum):
         scalar["enum"] = tuple(enum)
@@ -119,7 +123,11 @@ def _view(source: Any, required: bool = False) -> Node:
     return Json(**common)
 
 
-def _counts(source: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, int]:
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _counts(source: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
     return {k: source[v] for k, v in names.items() if _is_int(source.get(v)) and source[v] >= 0}
 
 
