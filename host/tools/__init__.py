@@ -14,7 +14,8 @@ from ._exceptions import (
     ToolError,
     ToolsError,
 )
-from ._infer import FunctionTool, hint_to_node, tool
+from ._hints import hint_to_node
+from ._infer import FunctionTool, tool
 from ._json import FrozenDict, FrozenList, canonical_json, freeze, thaw
 from ._jsonschema import BareSchema, SchemaLimits
 from ._pipeline import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent

@@ -80,6 +80,7 @@ class Number(Node):
     maximum: float | None = None
     exclusive_minimum: float | None = None
     exclusive_maximum: float | None = None
+    multiple_of: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +93,7 @@ class Integer(Node):
     maximum: float | None = None
     exclusive_minimum: float | None = None
     exclusive_maximum: float | None = None
+    multiple_of: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +148,11 @@ def _check_bounds(name: str, *values: float | None) -> None:
     for value in values:
         if value is not None and (isinstance(value, bool) or not math.isfinite(value)):
             raise SchemaError(f"{name}: bounds must be finite numbers, got {value!r}")
+
+
+def _check_step(name: str, step: float | None) -> None:
+    if step is not None and not (_is_number(step) and step > 0):
+        raise SchemaError(f"{name}: multiple_of must be a number > 0, got {step!r}")
 
 
 def _object(
@@ -219,10 +226,12 @@ class SchemaDSL:
         maximum: float | None = None,
         exclusive_minimum: float | None = None,
         exclusive_maximum: float | None = None,
+        multiple_of: float | None = None,
         default: Any = MISSING,
     ) -> Number:
         """A number node (ints and finite floats)."""
         _check_bounds("number", minimum, maximum, exclusive_minimum, exclusive_maximum)
+        _check_step("number", multiple_of)
         if enum is not None and not all(_is_number(item) for item in enum):
             raise SchemaError("a number enum must list finite numbers")
         if const is not MISSING and not _is_number(const):
@@ -236,6 +245,7 @@ class SchemaDSL:
             maximum=maximum,
             exclusive_minimum=exclusive_minimum,
             exclusive_maximum=exclusive_maximum,
+            multiple_of=multiple_of,
             default=default,
         )
 
@@ -250,10 +260,12 @@ class SchemaDSL:
         maximum: float | None = None,
         exclusive_minimum: float | None = None,
         exclusive_maximum: float | None = None,
+        multiple_of: float | None = None,
         default: Any = MISSING,
     ) -> Integer:
         """An integer node."""
         _check_bounds("integer", minimum, maximum, exclusive_minimum, exclusive_maximum)
+        _check_step("integer", multiple_of)
         if enum is not None and not all(_is_int(item) for item in enum):
             raise SchemaError("an integer enum must list integers")
         if const is not MISSING and not _is_int(const):
@@ -267,6 +279,7 @@ class SchemaDSL:
             maximum=maximum,
             exclusive_minimum=exclusive_minimum,
             exclusive_maximum=exclusive_maximum,
+            multiple_of=multiple_of,
             default=default,
         )
 
@@ -428,6 +441,7 @@ def _emit(node: Node, defs: dict[str, Any]) -> dict[str, Any]:
         _put(out, "maximum", node.maximum)
         _put(out, "exclusiveMinimum", node.exclusive_minimum)
         _put(out, "exclusiveMaximum", node.exclusive_maximum)
+        _put(out, "multipleOf", node.multiple_of)
     elif isinstance(node, Array):
         if node.items is not None:
             out["items"] = _child(node.items, defs)

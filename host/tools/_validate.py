@@ -101,6 +101,14 @@ def _parses(check: Callable[[str], object], text: str) -> bool:
     return True
 
 
+def _multiple(value: float, step: float) -> bool:
+    """JSON Schema's ``multipleOf``, as the reference validator computes it."""
+    if isinstance(step, float) or isinstance(value, float):
+        quotient = value / step
+        return math.isfinite(quotient) and int(quotient) == quotient
+    return value % step == 0
+
+
 def _json_equal(left: Any, right: Any) -> bool:
     if isinstance(left, bool) or isinstance(right, bool):
         return left is right
@@ -136,6 +144,8 @@ def _check_scalar(node: Node, value: Any) -> str | None:
             return f"{_expected(node)} > {node.exclusive_minimum}"
         if node.exclusive_maximum is not None and value >= node.exclusive_maximum:
             return f"{_expected(node)} < {node.exclusive_maximum}"
+        if node.multiple_of is not None and not _multiple(value, node.multiple_of):
+            return f"multiple of {node.multiple_of}"
     elif isinstance(node, Boolean):
         if not isinstance(value, bool):
             return "boolean"

@@ -89,6 +89,7 @@ def _view(source: Any, required: bool = False) -> Node:
             "maximum": "maximum",
             "exclusive_minimum": "exclusiveMinimum",
             "exclusive_maximum": "exclusiveMaximum",
+            "multiple_of": "multipleOf",
         }
         found = {k: source[v] for k, v in bounds.items() if _is_number(source.get(v))}
         node_type = Number if kind == "number" else Integer
