@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import msgspec
@@ -156,7 +157,7 @@ def test_unsupported_signatures_are_rejected() -> None:
     def bad_return() -> tuple[int, int]:
         raise NotImplementedError
 
-    problems = {
+    problems: dict[Callable[..., Any], str] = {
         star: r"star: parameter 'args' cannot be a tool argument",
         bad_hint: r"bad_hint: parameter 'x': unsupported type hint set\[int\]",
         bad_key: r"bad_key: parameter 'x': dict keys must be str, got <class 'int'>",
