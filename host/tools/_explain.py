@@ -14,8 +14,11 @@ _TYPE_ORDER: Final = ("object", "array", "string", "integer", "number", "boolean
 _SHAPE_KINDS: Final = frozenset({"Type", "Constant", "Enum", "FalseSchema"})
 
 
+_PATH_CHARS: Final = 200
+
+
 def format_parts(parts: Sequence[str | int]) -> str:
-    """Render a path as ``$.items[3]["odd key"]``."""
+    """Render a path as ``$.items[3]["odd key"]``; a very long one keeps its two ends."""
     out = ["$"]
     for key in parts:
         if isinstance(key, int):
@@ -24,7 +27,11 @@ def format_parts(parts: Sequence[str | int]) -> str:
             out.append(f".{key}")
         else:
             out.append(f"[{json.dumps(key, ensure_ascii=False)}]")
-    return "".join(out)
+    text = "".join(out)
+    if len(text) > _PATH_CHARS:
+        half = _PATH_CHARS // 2
+        text = text[:half] + "…" + text[-half:]
+    return text
 
 
 def limit_text(text: str, limit: int) -> str:
@@ -134,15 +141,18 @@ def explain(error: Any, prefix: Sequence[str | int] = (), limit: int = 600) -> s
         return f"{format_parts([*parts, first])}: unexpected property (not allowed here){more}"
     if kind == "PropertyNames":
         inner = facts.get("error")
-        detail = explain(inner, (), limit) if inner is not None else "not allowed"
-        return f"{where}: property name {_json(error.instance, 60)} is not allowed ({detail})"
+        if inner is None:
+            return f"{where}: a property name is not allowed"
+        name = _json(inner.instance, 60)
+        expected = _expected(type(inner.kind).__name__, _facts(inner)) or inner.message
+        return f"{where}: property name {name} is not allowed: expected {expected}"
     if kind in ("AnyOf", "OneOfNotValid"):
         return _no_branch(error, kind, parts, facts, limit)
     if kind == "OneOfMultipleValid":
         context = facts.get("context") or []
         matched = [str(i + 1) for i, branch in enumerate(context) if not branch]
         which = f"alternatives {', '.join(matched)} all matched" if matched else "more matched"
-        return f"{where}: expected exactly one alternative of {len(context)}, but {which}"
+        return f"{where}: expected a value matching exactly one of {len(context)} alternatives, but {which}"
     if kind == "Referencing":
         return f"{where}: the schema has a reference that cannot be resolved: {error.message}"
     expected = _expected(kind, facts)
@@ -157,7 +167,7 @@ def _no_branch(
     """No alternative matched: say which came closest (or merge plain type mismatches)."""
     where = format_parts(parts)
     branches: list[list[Any]] = [list(b) for b in facts.get("context") or []]
-    word = "any" if kind == "AnyOf" else "exactly one"
+    word = "one" if kind == "AnyOf" else "exactly one"
     depth = len(error.instance_path)
     if branches and all(
         len(b) == 1 and type(b[0].kind).__name__ == "Type" and len(b[0].instance_path) == depth
@@ -169,7 +179,7 @@ def _no_branch(
         merged = sorted(dict.fromkeys(types), key=lambda t: (_rank(t), t))
         return f"{where}: expected {' or '.join(merged)}, got {describe(error.instance)}"
     if not branches:
-        return f"{where}: expected {word} of the alternatives, none matched"
+        return f"{where}: expected a value matching {word} of the alternatives, none did"
 
     def score(index: int) -> tuple[int, int, int, int]:
         found = branches[index]
@@ -183,5 +193,5 @@ def _no_branch(
     best = min(range(len(branches)), key=score)
     inner = branches[best][0] if branches[best] else None
     detail = explain(inner, [*parts[: len(parts) - depth]], limit) if inner is not None else ""
-    head = f"{where}: expected {word} of {len(branches)} alternatives, none matched"
+    head = f"{where}: expected a value matching {word} of {len(branches)} alternatives, none did"
     return f"{head} (closest, alternative {best + 1}: {detail})" if detail else head

@@ -84,11 +84,14 @@ class _Problem(Exception):
 
 def _scan_schema(source: Any, limits: SchemaLimits) -> None:
     """Raise ``_Problem`` where the document is not JSON, too deep or too large."""
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(source, ())]
+    stack: list[tuple[Any, tuple[str | int, ...], bool]] = [(source, (), False)]
     count = 0
-    on_path: set[int] = set()
+    on_path: set[int] = set()  # shared subtrees are fine; only a cycle recurses forever
     while stack:
-        item, parts = stack.pop()
+        item, parts, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            continue
         count += 1
         if count > limits.max_schema_nodes:
             raise _Problem((), f"larger than {limits.max_schema_nodes} nodes")
@@ -102,14 +105,15 @@ def _scan_schema(source: Any, limits: SchemaLimits) -> None:
             raise _Problem(parts, f"nested deeper than {limits.max_schema_depth} levels")
         if id(item) in on_path:
             raise _Problem(parts, "a reference cycle in the document")
-        on_path.add(id(item))  # shared subtrees are fine; only a cycle recurses forever
+        on_path.add(id(item))
+        stack.append((item, parts, True))
         if isinstance(item, Mapping):
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise _Problem(parts, f"an object key must be a string, got {key!r}")
-                stack.append((child, (*parts, key)))
+                stack.append((child, (*parts, key), False))
         else:
-            stack.extend((child, (*parts, index)) for index, child in enumerate(item))
+            stack.extend((child, (*parts, index), False) for index, child in enumerate(item))
 
 
 def _schemas(source: Any) -> Iterator[tuple[Mapping[str, Any], tuple[str | int, ...]]]:
@@ -308,7 +312,7 @@ class BareSchema:
         return hash(self._key)
 
     def __repr__(self) -> str:
-        return f"BareSchema({limit_text(self._key, 80)})"
+        return f"BareSchema({limit_text(getattr(self, '_key', '?'), 80)})"
 
     def document(self) -> Any:
         """A fresh, mutable copy of the schema as given."""

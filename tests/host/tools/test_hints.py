@@ -113,8 +113,9 @@ async def test_model_constraints_are_checked_with_their_paths() -> None:
     assert bad.is_error
     assert bad.error is not None
     assert bad.error.message == (
-        "invalid arguments for search: $.query.near: expected any of 2 alternatives, none"
-        " matched (closest, alternative 1: $.query.near.zip: missing required property)"
+        "invalid arguments for search: $.query.near: expected a value matching one of 2"
+        " alternatives, none did (closest, alternative 1: $.query.near.zip: missing required"
+        " property)"
     )
     bad = await registry.invoke("search", {"query": {"text": "x"}, "color": "blue"})
     assert bad.error is not None

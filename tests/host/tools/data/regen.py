@@ -1,8 +1,9 @@
-"""Regenerate the corpus of real MCP servers' tool lists: `python tests/host/tools/data/regen.py`.
+"""Regenerate the schema corpus: `python -m tests.host.tools.data.regen [--mcp]`.
 
-Installs the pinned npm packages into a temporary folder, starts each server over stdio with
-the `mcp` client, and writes its `tools/list` (name, title, description, inputSchema,
-outputSchema, annotations: as the server sent them) to `mcp_<server>.json` beside this file.
+Writes `pydantic_models.json` (the `model_json_schema()` of each model in `models.py`, with its
+examples). With `--mcp` it also installs the pinned npm packages of four MCP servers into a
+temporary folder, starts each over stdio with the `mcp` client, and writes its `tools/list`
+(as the server sent it) to `mcp_<server>.json`. `openapi.json` is written by hand.
 """
 
 from __future__ import annotations
@@ -44,7 +45,22 @@ async def _tools(command: str, args: list[str], env: dict[str, str]) -> list[dic
                 return out
 
 
-def main() -> None:
+def _pydantic() -> None:
+    from tests.host.tools.data.models import EXAMPLES, MODELS
+
+    out = {
+        name: {
+            "schema": model.model_json_schema(),
+            "valid": EXAMPLES[name]["valid"],
+            "invalid": [list(pair) for pair in EXAMPLES[name]["invalid"]],
+        }
+        for name, model in sorted(MODELS.items())
+    }
+    text = json.dumps(out, indent=1, ensure_ascii=False, sort_keys=True)
+    (HERE / "pydantic_models.json").write_text(text + "\n", encoding="utf-8")
+
+
+def _mcp() -> None:
     """Install the servers, list their tools, write the JSON files."""
     with tempfile.TemporaryDirectory(prefix="mcp-corpus-") as tmp:
         packages = [package for package, _ in SERVERS.values()]
@@ -62,6 +78,13 @@ def main() -> None:
             text = json.dumps({"package": package, "tools": tools}, indent=1, ensure_ascii=False)
             (HERE / f"mcp_{name}.json").write_text(text + "\n", encoding="utf-8")
             print(f"{name}: {len(tools)} tools", file=sys.stderr)
+
+
+def main() -> None:
+    """Write the corpus files (the MCP ones only with --mcp)."""
+    _pydantic()
+    if "--mcp" in sys.argv[1:]:
+        _mcp()
 
 
 if __name__ == "__main__":
