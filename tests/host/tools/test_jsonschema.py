@@ -250,7 +250,7 @@ def test_formats_are_annotations() -> None:
 
 
 def test_the_source_is_never_shared_with_callers() -> None:
-    source = {"type": "object", "properties": {"a": {"type": "string"}}}
+    source: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
     node = from_json_schema(source)
     emitted = to_json_schema(node)
     emitted["properties"]["a"]["type"] = "integer"

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 
-class Priority(str, enum.Enum):
+class Priority(enum.StrEnum):
     LOW = "low"
     HIGH = "high"
 
