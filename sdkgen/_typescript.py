@@ -21,10 +21,8 @@ from sdkgen._nodes import (
 from sdkgen._python import quote, with_default
 
 _HEADER = """\
-/** Call `await tools.<name>({...})`; a failed call throws ToolCallError. */
+/** Call `await tools.<name>({...})`; a failed call throws ToolCallError (.tool, .code, .message). */
 type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-
-/** Thrown when a tool call fails: .tool (its name), .code, .message. */
 declare class ToolCallError extends Error {
   constructor(tool: string, message: string, code: string);
   readonly tool: string;
@@ -47,7 +45,7 @@ def emit_typescript(sdk: Sdk) -> str:
         else:
             parts.append(_alias(definition))
     parts.append(_tools(sdk.tools))
-    return "\n".join(parts)
+    return "".join(parts)
 
 
 def ts_type(node: TypeNode) -> str:
@@ -99,8 +97,8 @@ def _interface(definition: ObjectDef) -> str:
     lines = _jsdoc(definition.doc, "")
     lines.append(f"interface {definition.name} {{")
     for field in definition.fields:
-        lines.extend(_jsdoc(" ".join(with_default(field).split()), "  "))
-        lines.append(_member(field, "  "))
+        doc = " ".join(with_default(field).split())
+        lines.append(_member(field, "  ") + (f"  // {doc}" if doc else ""))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -140,7 +138,7 @@ def _tool_doc(tool: ToolDef) -> str:
     for field in tool.params.fields:
         doc = with_default(field)
         if doc:
-            lines.append(f"@param args.{field.key} {' '.join(doc.split())}")
+            lines.append(f"{field.key}: {' '.join(doc.split())}")
     if tool.returns_doc:
         lines.append(f"@returns {' '.join(tool.returns_doc.split())}")
     return "\n".join(lines)

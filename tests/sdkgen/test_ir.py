@@ -255,7 +255,7 @@ def test_parameter_docs_several_tools_share_are_said_once() -> None:
     assert '"""owner: Another owner"""' in text
     ts = sdkgen.typescript_sdk(tools)
     assert " * owner: Repository owner\n" in ts
-    assert "@param args.owner Another owner" in ts
+    assert "/** owner: Another owner */" in ts
 
 
 def test_prefix_items_are_tuples_in_typescript() -> None:
