@@ -11,6 +11,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
+import jsonschema_rs
+
 from ._explain import describe as _describe
 from ._schema import (
     MISSING,
@@ -24,6 +26,7 @@ from ._schema import (
     Object,
     OneOf,
     String,
+    to_json_schema,
 )
 
 __all__ = ("format_path", "validate")
@@ -177,9 +180,107 @@ def validate(node: Node, value: Any) -> str | None:
     if _is_leaf(node, value):  # fast path: one leaf
         expected = _check_scalar(node, value)
         return None if expected is None else _fail(None, expected, value)
+    compiled = _compiled(node)
+    # The compiled schema only ever says "valid", and only for values on which the DSL and
+    # JSON Schema agree; anything else (and every error message) comes from the walk.
+    if compiled is not None and _plain(value) and _valid(compiled, value):
+        return None
     if isinstance(node, Object) and _flat_object_valid(node, value):
         return None
     return _walk(node, value)
+
+
+_COMPILED: dict[int, tuple[Node, Any]] = {}  # id -> (the node, kept alive; its validator)
+_MAX_COMPILED: Final = 4096
+_MAX_COMPILED_DEPTH: Final = 32
+_SAFE_INT: Final = 2**53
+
+
+def _compiled(node: Node) -> Any:
+    """The node's JSON Schema compiled by jsonschema-rs, when it means the same as the DSL."""
+    entry = _COMPILED.get(id(node))
+    if entry is not None and entry[0] is node:
+        return entry[1]
+    validator = _compile(node)
+    if len(_COMPILED) >= _MAX_COMPILED:
+        _COMPILED.clear()
+    _COMPILED[id(node)] = (node, validator)
+    return validator
+
+
+def _compile(node: Node) -> Any:
+    stack: list[tuple[Node, int]] = [(node, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > _MAX_COMPILED_DEPTH or current.bare is not None:
+            return None
+        if isinstance(current, String) and (current.pattern or current.format):
+            return None  # Python's regex dialect and checked formats: the walk decides
+        if isinstance(current, Array) and current.items is not None:
+            stack.append((current.items, depth + 1))
+        elif isinstance(current, Object):
+            stack.extend((child, depth + 1) for _, child in current.properties)
+            if isinstance(current.additional_properties, Node):
+                stack.append((current.additional_properties, depth + 1))
+        elif isinstance(current, OneOf):
+            stack.extend((option, depth + 1) for option in current.options)
+    try:
+        return jsonschema_rs.Draft202012Validator(
+            to_json_schema(node), validate_formats=False, offline=True
+        )
+    except (ValueError, jsonschema_rs.ReferencingError):  # pragma: no cover - DSL emits valid
+        return None
+
+
+def _valid(compiled: Any, value: Any) -> bool:
+    try:
+        return bool(compiled.is_valid(value))
+    except (ValueError, UnicodeError, OverflowError):  # a lone surrogate: the walk decides
+        return False
+
+
+def _plain(value: Any) -> bool:
+    """True for exact JSON types on which JSON Schema and the DSL agree (no 1.0 integers)."""
+    if type(value) is dict:
+        for key, child in value.items():
+            kind = type(child)
+            if type(key) is not str:
+                return False
+            if kind is str or kind is bool or child is None:
+                continue
+            if kind is int and -_SAFE_INT < child < _SAFE_INT:
+                continue
+            break
+        else:
+            return True
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -_SAFE_INT < item < _SAFE_INT:
+                return False
+            continue
+        if kind is float:
+            if not math.isfinite(item) or item.is_integer():
+                return False
+            continue
+        if depth > 64 or seen > 10_000:
+            return False  # deep or large: the walk (no recursion, no cycle) takes it
+        seen += 1
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append((child, depth + 1))
+        elif kind is list:
+            stack.extend((child, depth + 1) for child in item)
+        else:
+            return False
+    return True
 
 
 def _is_leaf(node: Node, value: Any) -> bool:
