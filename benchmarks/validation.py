@@ -54,28 +54,32 @@ def _cases() -> list[tuple[str, Any, Any]]:
     ]
 
 
+def _rows(label: str, source: Any, value: Any) -> list[tuple[str, Callable[[], object]]]:
+    bare = from_json_schema(source)
+    view = dataclasses.replace(bare, bare=None)  # the typed view, as DSL nodes
+    reference = jsonschema.Draft202012Validator(source)
+    assert validate(bare, value) is None and reference.is_valid(value)
+    rows: list[tuple[str, Callable[[], object]]] = [
+        ("before: DSL walk (typed view)", lambda: _before(view, value)),
+        ("now: validate, DSL nodes", lambda: validate(view, value)),
+        ("now: validate, bare JSON Schema", lambda: validate(bare, value)),
+        ("jsonschema (pure Python)", lambda: reference.is_valid(value)),
+    ]
+    if label.startswith("flat"):
+        dsl = schema.object(
+            {"a": schema.integer(required=True), "b": schema.integer(required=True)},
+            additional_properties=False,
+        )
+        rows.insert(1, ("before: DSL walk (schema.object)", lambda: _before(dsl, value)))
+        rows.insert(3, ("now: validate, schema.object", lambda: validate(dsl, value)))
+    return rows
+
+
 def main() -> None:
     """Print the table."""
     print(f"{'schema':52} {'validator':34} {'us/call':>8}")
     for label, source, value in _cases():
-        bare = from_json_schema(source)
-        view = dataclasses.replace(bare, bare=None)  # the typed view, as DSL nodes
-        reference = jsonschema.Draft202012Validator(source)
-        assert validate(bare, value) is None and reference.is_valid(value)
-        rows: list[tuple[str, Callable[[], object]]] = [
-            ("before: DSL walk (typed view)", lambda: _before(view, value)),
-            ("now: validate, DSL nodes", lambda: validate(view, value)),
-            ("now: validate, bare JSON Schema", lambda: validate(bare, value)),
-            ("jsonschema (pure Python)", lambda: reference.is_valid(value)),
-        ]
-        if label.startswith("flat"):
-            dsl = schema.object(
-                {"a": schema.integer(required=True), "b": schema.integer(required=True)},
-                additional_properties=False,
-            )
-            rows.insert(1, ("before: DSL walk (schema.object)", lambda: _before(dsl, value)))
-            rows.insert(3, ("now: validate, schema.object", lambda: validate(dsl, value)))
-        for name, fn in rows:
+        for name, fn in _rows(label, source, value):
             print(f"{label:52} {name:34} {_per_call(fn, 20_000):8.2f}")
 
 
