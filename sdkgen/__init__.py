@@ -1,10 +1,11 @@
 """sdkgen: tool manifest -> typed Python and TypeScript SDK text (stdlib only).
 
-Python: a stub (`.pyi`) text. `class tools` holds one `@staticmethod async def` per tool,
-sorted by original name, with keyword-only parameters (required first, then optional as
-`T | None = None`), or `**args: Unpack[XArgs]` when a key is not a Python name; TypedDicts
-for object shapes, aliases for `$defs`, `JsonValue` for untyped JSON, `ToolCallError`.
-TypeScript: `declare const tools: {...}` keeping the original tool names.
+Python: the stub (`.pyi`) text of a module `tools`: one `async def` per tool, sorted by
+original name, with keyword-only parameters (required first, then optional with their
+default or `= ...`), or `**args: Unpack[XArgs]` when a key is not a Python name; TypedDicts
+for object shapes (one name per shape), aliases for `$defs`, `JsonValue` for untyped JSON,
+`ToolCallError`, and parameter docs several tools share said once. TypeScript: `declare
+const tools: {...}` keeping the original tool names, tuples for `prefixItems`.
 Importing sdkgen loads nothing else: each name is imported on first use (PEP 562).
 """
 

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Literal
 
 from sdkgen._exceptions import CheckerFailed, CheckerNotFound
+from sdkgen._ir import build_sdk
 from sdkgen._manifest import Manifest
 from sdkgen._names import is_py_name
-from sdkgen._sdk import python_sdk
+from sdkgen._python import emit_python
 
 Severity = Literal["error", "warning", "info"]
 
-_SDK_MODULE = "dsh_sdk"
+_SDK_MODULE = "tools"  # so the checker says "Module `tools` has no member ..."
 _INPUTS_MODULE = "dsh_inputs"
 _TAKEN = frozenset({"tools", "ToolCallError", "JsonValue", "Any"})
 _PROGRAM_FILE = "program.py"
@@ -54,8 +55,9 @@ def check_program(
     timeout seconds, ManifestError for an unreadable manifest.
     """
     checker = find_checker()
-    sdk = python_sdk(manifest)
-    wrapped, indent = wrap_program(program)
+    built = build_sdk(manifest)
+    sdk = emit_python(built)
+    wrapped, indent = wrap_program(program, [t.name for t in built.types])
     names = sorted({name for name in inputs if is_py_name(name) and name not in _TAKEN})
     declared = "".join(f"{name}: Any\n" for name in names)
     with tempfile.TemporaryDirectory(prefix="sdkgen-check-") as tmp:
@@ -81,10 +83,12 @@ def find_checker() -> str:
     return found
 
 
-def wrap_program(program: str) -> tuple[str, str]:
+def wrap_program(program: str, types: Iterable[str] = ()) -> tuple[str, str]:
     """Wrap a program as the body of `async def`; return the text and the indent used.
 
-    The wrapper adds exactly two lines above the program, so program line N is line N+2.
+    The SDK module is imported as `tools`, with its `types`, `ToolCallError` and `JsonValue`
+    as globals (not its functions: a tool named `print` must not hide the builtin). The
+    wrapper adds exactly two lines above the program, so program line N is line N+2.
     """
     lines = program.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     uses_tabs = any(line[: len(line) - len(line.lstrip())].count("\t") for line in lines)
@@ -92,8 +96,10 @@ def wrap_program(program: str) -> tuple[str, str]:
     body = [indent + line if line.strip() else line for line in lines]
     if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
         body.append(indent + "pass")
+    names = ", ".join(["JsonValue", "ToolCallError", *sorted(set(types))])
     head = [
-        f"from {_SDK_MODULE} import *; from {_INPUTS_MODULE} import *  # noqa",
+        f"import {_SDK_MODULE}; from {_SDK_MODULE} import {names}; "
+        f"from {_INPUTS_MODULE} import *  # noqa",
         "async def __program__():  # noqa",
     ]
     return "\n".join([*head, *body]) + "\n", indent

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from sdkgen._manifest import Manifest, Schema, Tool, clean_text, read_manifest
-from sdkgen._names import TypeNames, camel, is_py_name, python_tool_names
+from sdkgen._names import TypeNames, camel, is_py_name, python_tool_names, singular
 from sdkgen._nodes import (
     JSON,
     NONE,
@@ -25,20 +25,46 @@ from sdkgen._nodes import (
     PrimKind,
     Sdk,
     ToolDef,
+    TupleOf,
     TypeDef,
     TypeNode,
     UnionOf,
 )
+from sdkgen._tidy import tidy
 
 
 def build_sdk(manifest: Manifest) -> Sdk:
-    """Read a manifest and build its intermediate form."""
-    return _Builder(read_manifest(manifest)).build()
+    """Read a manifest and build its intermediate form (same shapes merged, docs shared)."""
+    return tidy(_Builder(read_manifest(manifest)).build())
 
 
 def canonical(value: object) -> str:
     """Return canonical JSON text for value (sorted keys), used to compare schemas."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class Hint(NamedTuple):
+    """Names a type may get, in order: a short one (the property) and a qualified one."""
+
+    short: str | None
+    full: str
+
+    def child(self, key: str) -> Hint:
+        return Hint(camel(key), self.full + camel(key))
+
+    def item(self) -> Hint:
+        short = singular(self.short) if self.short else None
+        return Hint(short, singular(self.full))
+
+    def variant(self, index: int) -> Hint:
+        return Hint(f"{self.short}{index}" if self.short else None, f"{self.full}{index}")
+
+    def value(self) -> Hint:
+        return Hint(f"{self.short}Value" if self.short else None, self.full + "Value")
+
+
+def _hint(name: str) -> Hint:
+    return Hint(None, name)
 
 
 @dataclass(slots=True)
@@ -87,6 +113,8 @@ class _Builder:
         # A type must not share a name with a method of `class tools` (it would shadow it).
         self._py_names = python_tool_names(tool.name for tool in tools)
         self._names = TypeNames(self._py_names.values())
+        # A root type keeps its tool's whole name: `filesystem__read_file` -> `FilesystemReadFileResult`.
+        self._bases = {tool.name: camel(tool.name) for tool in tools}
         self._slots: list[TypeDef | None] = []
         self._slot_of: dict[str, int] = {}
         self._ref_names: dict[tuple[str, str], str] = {}  # (scope id or content key, ptr)
@@ -110,7 +138,7 @@ class _Builder:
         tools: list[ToolDef] = []
         by_tool = {(s.tool.name, s.kind): s for s in scopes}
         for tool in self._tools:
-            base = camel(tool.name)
+            base = self._bases[tool.name]
             args = by_tool.get((tool.name, "Args"))
             params = self._params(args, base) if args else Params((), None, JSON)
             out = by_tool.get((tool.name, "Result"))
@@ -157,7 +185,7 @@ class _Builder:
         plain = all(is_py_name(str(key)) for key in props)
         name = None
         if not plain or "#" in _ref_set(scope.root):
-            name = self._reserve(base + "Args")
+            name = self._reserve(_hint(base + "Args"))
             self._ref_names[(id_of(scope), "#")] = name
         fields = self._fields(scope, root, base)
         if name is not None:
@@ -170,20 +198,20 @@ class _Builder:
         if extra is True or (isinstance(extra, Mapping) and not extra):
             return JSON
         if isinstance(extra, Mapping):
-            return self._convert(scope, extra, base + "Extra")
+            return self._convert(scope, extra, _hint(base + "Extra"))
         return None
 
     def _returns(self, scope: _Scope, base: str) -> tuple[TypeNode, str]:
         root = scope.root
         doc = clean_text(_str(root.get("description"))) if isinstance(root, Mapping) else ""
-        node = self._convert(scope, root, base + "Result", pointer="#")
+        node = self._convert(scope, root, _hint(base + "Result"), pointer="#")
         if isinstance(node, Named) and isinstance(self._def(node.name), ObjectDef):
             doc = ""  # the object's own docstring carries it
         return node, doc
 
     # -- schemas ------------------------------------------------------------------------
 
-    def _convert(self, scope: _Scope, schema: object, hint: str, pointer: str = "") -> TypeNode:
+    def _convert(self, scope: _Scope, schema: object, hint: Hint, pointer: str = "") -> TypeNode:
         if pointer == "#":
             key = (id_of(scope), "#")
             if key in self._ref_names:
@@ -200,7 +228,7 @@ class _Builder:
             node = union([node, NONE])
         return node
 
-    def _convert_mapping(self, scope: _Scope, schema: Mapping[str, Any], hint: str) -> TypeNode:
+    def _convert_mapping(self, scope: _Scope, schema: Mapping[str, Any], hint: Hint) -> TypeNode:
         ref = schema.get("$ref")
         if isinstance(ref, str):
             return self._ref(scope, ref)
@@ -213,7 +241,7 @@ class _Builder:
             members = schema.get(key)
             if isinstance(members, list | tuple) and members and not _constraints_only(members):
                 variants = [
-                    self._variant(scope, schema, member, f"{hint}{i}")
+                    self._variant(scope, schema, member, hint.variant(i))
                     for i, member in enumerate(members, 1)
                 ]
                 return union(variants)
@@ -235,7 +263,7 @@ class _Builder:
         return JSON
 
     def _variant(
-        self, scope: _Scope, parent: Mapping[str, Any], member: object, hint: str
+        self, scope: _Scope, parent: Mapping[str, Any], member: object, hint: Hint
     ) -> TypeNode:
         """A member of anyOf/oneOf; a bare member inherits the parent's `type`."""
         typed = ("type", "$ref", "const", "enum", "anyOf", "oneOf", "allOf")
@@ -243,7 +271,7 @@ class _Builder:
             member = {"type": parent["type"], **member}
         return self._convert(scope, member, hint)
 
-    def _typed(self, scope: _Scope, schema: Mapping[str, Any], kind: str, hint: str) -> TypeNode:
+    def _typed(self, scope: _Scope, schema: Mapping[str, Any], kind: str, hint: Hint) -> TypeNode:
         if kind == "object":
             props = schema.get("properties")
             if isinstance(props, Mapping) and props:
@@ -251,26 +279,36 @@ class _Builder:
                 if key in self._shape_names:
                     return Named(self._shape_names[key])
                 shared = self._shapes.get(key)
-                name = self._reserve(shared or hint)
+                name = self._reserve(_hint(shared) if shared else hint)
                 if shared:
                     self._shape_names[key] = name
                 self._fill(name, self._object(scope, schema, name))
                 return Named(name)
             extra = schema.get("additionalProperties")
             if isinstance(extra, Mapping) and extra:
-                return MapOf(self._convert(scope, extra, hint + "Value"))
+                return MapOf(self._convert(scope, extra, hint.value()))
             patterns = schema.get("patternProperties")
             if isinstance(patterns, Mapping) and patterns:
-                values = [
-                    self._convert(scope, patterns[k], hint + "Value") for k in sorted(patterns)
-                ]
+                values = [self._convert(scope, patterns[k], hint.value()) for k in sorted(patterns)]
                 return MapOf(union(values))
             return MapOf(JSON)
         if kind == "array":
-            items = schema.get("prefixItems", schema.get("items"))
-            if isinstance(items, list | tuple):
-                return ListOf(union([self._convert(scope, i, hint + "Item") for i in items]))
-            return ListOf(self._convert(scope, items, hint + "Item") if items is not None else JSON)
+            prefix = schema.get("prefixItems", schema.get("items"))
+            if isinstance(prefix, list | tuple) and prefix:
+                rest = schema.get("items") if "prefixItems" in schema else None
+                rest = schema.get("additionalItems") if "prefixItems" not in schema else rest
+                members = tuple(
+                    self._convert(scope, i, hint.item().variant(n)) for n, i in enumerate(prefix, 1)
+                )
+                # A tail the schema leaves open (no `items`) is not typed: the prefix is.
+                more = (
+                    self._convert(scope, rest, hint.item())
+                    if isinstance(rest, Mapping) and rest
+                    else None
+                )
+                return TupleOf(members, more)
+            items = schema.get("items")
+            return ListOf(self._convert(scope, items, hint.item()) if items is not None else JSON)
         simple: dict[str, PrimKind] = {
             "string": "str",
             "integer": "int",
@@ -285,7 +323,7 @@ class _Builder:
             name, clean_text(_str(schema.get("description"))), self._fields(scope, schema, name)
         )
 
-    def _fields(self, scope: _Scope, schema: Mapping[str, Any], hint: str) -> tuple[Field, ...]:
+    def _fields(self, scope: _Scope, schema: Mapping[str, Any], parent: str) -> tuple[Field, ...]:
         props = schema.get("properties")
         if not isinstance(props, Mapping):
             return ()
@@ -296,8 +334,8 @@ class _Builder:
         fields = []
         for key in order:
             sub = props[key]
-            node = self._convert(scope, sub, hint + camel(key))
-            fields.append(Field(key, node, key in needed, field_doc(sub)))
+            node = self._convert(scope, sub, _hint(parent).child(key))
+            fields.append(Field(key, node, key in needed, field_doc(sub), _default(sub)))
         return tuple(fields)
 
     def _merge_all_of(self, scope: _Scope, schema: object, depth: int = 0) -> object:
@@ -333,7 +371,7 @@ class _Builder:
     def _ref(self, scope: _Scope, ref: str) -> TypeNode:
         if ref == "#":
             return self._convert(
-                scope, scope.root, camel(scope.tool.name) + scope.kind, pointer="#"
+                scope, scope.root, _hint(self._bases[scope.tool.name] + scope.kind), pointer="#"
             )
         if not ref.startswith("#/"):
             return JSON  # a remote reference: not resolvable from the manifest
@@ -346,8 +384,8 @@ class _Builder:
             return JSON
         base = camel(_last_segment(ref))
         if content_key is not None and len(self._def_name_keys.get(base, ())) > 1:
-            base = camel(scope.tool.name) + base
-        name = self._reserve(base)
+            base = self._bases[scope.tool.name] + base
+        name = self._reserve(_hint(base))
         self._ref_names[key] = name
         self._define(scope, target, name)
         return Named(name)
@@ -360,7 +398,7 @@ class _Builder:
             if kinds == "object" and schema.get("nullable") is not True and schema["properties"]:
                 self._fill(name, self._object(scope, schema, name))
                 return
-        self._fill(name, AliasDef(name, doc, self._convert(scope, schema, name)))
+        self._fill(name, AliasDef(name, doc, self._convert(scope, schema, _hint(name))))
 
     def _resolve(self, scope: _Scope, ref: str) -> Any:
         node: Any = scope.root
@@ -376,8 +414,9 @@ class _Builder:
 
     # -- the type table -----------------------------------------------------------------
 
-    def _reserve(self, base: str) -> str:
-        name = self._names.allocate(base)
+    def _reserve(self, hint: Hint) -> str:
+        preferred = (hint.short, hint.full) if hint.short else (hint.full,)
+        name = self._names.allocate(hint.full, *preferred)
         self._slot_of[name] = len(self._slots)
         self._slots.append(None)
         return name
@@ -387,6 +426,13 @@ class _Builder:
 
     def _def(self, name: str) -> TypeDef | None:
         return self._slots[self._slot_of[name]]
+
+
+def _default(schema: object) -> str | None:
+    """A property's default as canonical JSON text, or None when it has none."""
+    if isinstance(schema, Mapping) and "default" in schema:
+        return canonical(schema["default"])
+    return None
 
 
 def _shared_shapes(scopes: list[_Scope]) -> dict[str, str]:
@@ -411,8 +457,8 @@ def _shared_shapes(scopes: list[_Scope]) -> dict[str, str]:
         if isinstance(props, Mapping):
             for prop in sorted(props, key=str):
                 walk(props[prop], path + camel(str(prop)), False)
-        for key in ("items", "additionalProperties"):
-            walk(node.get(key), path + ("Item" if key == "items" else "Value"), False)
+        walk(node.get("items"), singular(path) if path else "Item", False)
+        walk(node.get("additionalProperties"), path + "Value", False)
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
             members = node.get(key)
             if isinstance(members, list | tuple):
@@ -508,13 +554,23 @@ _FACTS = (
     ("maxItems", "max items {}"),
     ("uniqueItems", "unique items"),
     ("pattern", "pattern {}"),
-    ("default", "default {}"),
+    ("multipleOf", "multiple of {}"),
+    ("minProperties", "min properties {}"),
+    ("maxProperties", "max properties {}"),
+    ("propertyNames", "keys {}"),
+    ("dependentRequired", "requires {}"),
+    ("minContains", "min contains {}"),
+    ("contains", "contains {}"),
+    ("not", "not {}"),
     ("deprecated", "deprecated"),
 )
 
 
 def field_doc(schema: object) -> str:
-    """Return a property's description with its constraints, e.g. `Page size (<= 100)`."""
+    """Return a property's description with its constraints, e.g. `Page size (<= 100)`.
+
+    Constraints the types cannot say (bounds, format, pattern, `not`, ...) are kept here.
+    """
     if not isinstance(schema, Mapping):
         return ""
     facts = []
@@ -522,9 +578,9 @@ def field_doc(schema: object) -> str:
         if key not in schema or schema[key] is False:
             continue
         value = schema[key]
-        if key == "default" and value is None:
-            continue
         text = value if isinstance(value, str) and key in ("format", "pattern") else _json(value)
+        if len(text) > 80:
+            text = text[:79] + "…"
         facts.append(template.format(text))
     doc = clean_text(_str(schema.get("description")))
     if facts:

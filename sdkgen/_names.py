@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import re
 from collections.abc import Iterable
 
@@ -81,11 +79,13 @@ _TYPING = ("Literal", "NotRequired", "TypeAlias", "TypedDict", "Unpack", "tools"
 # Names the stub's annotations use: a method of `class tools` must not shadow them.
 _SHADOWS = frozenset(
     [
+        "Exception",
         "JsonValue",
         "Literal",
         "NotRequired",
         "TypeAlias",
         "TypedDict",
+        "ToolCallError",
         "Unpack",
         "bool",
         "dict",
@@ -95,8 +95,42 @@ _SHADOWS = frozenset(
         "str",
     ]
 )
+# Python's builtins and soft keywords, frozen (3.11 to 3.13) so that the SDK's bytes do not
+# depend on the interpreter that renders it.
+_PY_BUILTINS = (
+    "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
+    "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
+    "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+    "DeprecationWarning", "EOFError", "Ellipsis", "EncodingWarning", "EnvironmentError",
+    "Exception", "ExceptionGroup", "False", "FileExistsError", "FileNotFoundError",
+    "FloatingPointError", "FutureWarning", "GeneratorExit", "IOError", "ImportError",
+    "ImportWarning", "IndentationError", "IndexError", "InterruptedError", "IsADirectoryError",
+    "KeyError", "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError",
+    "NameError", "None", "NotADirectoryError", "NotImplemented", "NotImplementedError", "OSError",
+    "OverflowError", "PendingDeprecationWarning", "PermissionError", "ProcessLookupError",
+    "PythonFinalizationError", "RecursionError", "ReferenceError", "ResourceWarning",
+    "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration", "SyntaxError",
+    "SyntaxWarning", "SystemError", "SystemExit", "TabError", "TimeoutError", "True", "TypeError",
+    "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
+    "UnicodeTranslateError", "UnicodeWarning", "UserWarning", "ValueError", "Warning",
+    "ZeroDivisionError", "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool",
+    "breakpoint", "bytearray", "bytes", "callable", "chr", "classmethod", "compile", "complex",
+    "copyright", "credits", "delattr", "dict", "dir", "divmod", "enumerate", "eval", "exec",
+    "exit", "filter", "float", "format", "frozenset", "getattr", "globals", "hasattr", "hash",
+    "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "license",
+    "list", "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord",
+    "pow", "print", "property", "quit", "range", "repr", "reversed", "round", "set", "setattr",
+    "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "vars", "zip",
+)  # fmt: skip
+_PY_SOFT_KEYWORDS = ("_", "case", "match", "type")
+_PY_KEYWORDS = (
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+    "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+    "try", "while", "with", "yield",
+)  # fmt: skip
 RESERVED_TYPE_NAMES = frozenset(
-    [*_TS_GLOBALS, *_TYPING, *dir(builtins), *keyword.kwlist, *keyword.softkwlist]
+    [*_TS_GLOBALS, *_TYPING, *_PY_BUILTINS, *_PY_KEYWORDS, *_PY_SOFT_KEYWORDS]
 )
 
 
@@ -105,7 +139,7 @@ def is_py_name(name: str) -> bool:
     return (
         name.isascii()
         and name.isidentifier()
-        and not keyword.iskeyword(name)
+        and name not in _PY_KEYWORDS
         and not name.startswith("__")
     )
 
@@ -126,7 +160,7 @@ def escape_tool_name(name: str) -> str:
     escaped = _NOT_WORD.sub("_", name)
     if not escaped or escaped[0].isdigit():
         escaped = "_" + escaped
-    if keyword.iskeyword(escaped) or escaped in _SHADOWS:
+    if escaped in _PY_KEYWORDS or escaped in _SHADOWS:
         escaped += "_"
     if escaped.startswith("__"):
         escaped = "tool" + escaped
@@ -175,11 +209,24 @@ class TypeNames:
     def __init__(self, taken: Iterable[str] = ()) -> None:
         self._taken: set[str] = {*RESERVED_TYPE_NAMES, *taken}
 
-    def allocate(self, base: str) -> str:
-        """Return the first free name for base and mark it taken."""
+    def allocate(self, base: str, *preferred: str) -> str:
+        """Return the first free of ``preferred``, else of base, base_2, ...; mark it taken."""
+        for candidate in preferred:
+            if candidate not in self._taken:
+                self._taken.add(candidate)
+                return candidate
         candidate, n = base, 2
         while candidate in self._taken:
             candidate = f"{base}_{n}"
             n += 1
         self._taken.add(candidate)
         return candidate
+
+
+def singular(word: str) -> str:
+    """The type name of one item of a list named ``word``: ``Entities`` -> ``Entity``."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word + "Item"

@@ -31,6 +31,17 @@ class ListOf:
 
 
 @dataclass(frozen=True, slots=True)
+class TupleOf:
+    """A JSON array whose first items have their own types (`prefixItems`).
+
+    `rest` types the items after them, or is None when there may be none.
+    """
+
+    items: tuple[TypeNode, ...]
+    rest: TypeNode | None
+
+
+@dataclass(frozen=True, slots=True)
 class MapOf:
     """A JSON object with arbitrary keys and values of one type."""
 
@@ -51,7 +62,7 @@ class Named:
     name: str
 
 
-TypeNode = Prim | Lit | ListOf | MapOf | UnionOf | Named
+TypeNode = Prim | Lit | ListOf | TupleOf | MapOf | UnionOf | Named
 JSON = Prim("json")
 NONE = Prim("none")
 
@@ -64,6 +75,7 @@ class Field:
     type: TypeNode
     required: bool
     doc: str
+    default: str | None = None  # canonical JSON text of the schema's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +131,4 @@ class Sdk:
 
     tools: tuple[ToolDef, ...]
     types: tuple[TypeDef, ...]
+    shared_docs: tuple[tuple[str, str], ...] = ()  # (parameter, doc) used by several tools

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from sdkgen._ir import union
 from sdkgen._names import is_py_name
 from sdkgen._nodes import (
     AliasDef,
@@ -17,33 +18,29 @@ from sdkgen._nodes import (
     Prim,
     Sdk,
     ToolDef,
+    TupleOf,
     TypeNode,
     UnionOf,
 )
 
 _HEADER = '''\
-"""Call `await tools.<name>(...)` with keyword arguments; a failed call raises ToolCallError."""
-
+"""Module `tools`: `await tools.<name>(...)` with keyword arguments; failures raise ToolCallError."""
 {imports}
-
 JsonValue: TypeAlias = dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None
-
-
 class ToolCallError(Exception):
-    """Raised when a tool call fails: .tool (its name), .code, .message."""
-
     tool: str
     code: str
     message: str
-
-    def __init__(self, tool: str, message: str, code: str) -> None: ...
 '''
 _PRIMS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "none": "None"}
 
 
 def emit_python(sdk: Sdk) -> str:
-    """Return the Python stub text for sdk."""
+    """Return the Python stub text for sdk: the stub of a module `tools`, compact."""
     parts = []
+    if sdk.shared_docs:
+        parts.append("# Parameters documented once for every tool below:\n")
+        parts.extend(f"# {key}: {_one_line(doc)}\n" for key, doc in sdk.shared_docs)
     shadowing = _ANNOTATION_NAMES | {definition.name for definition in sdk.types}
     for definition in sdk.types:
         if isinstance(definition, ObjectDef):
@@ -51,10 +48,10 @@ def emit_python(sdk: Sdk) -> str:
         else:
             parts.append(_alias(definition))
     parts.append(_tools(sdk.tools))
-    body = "\n".join(parts)
+    body = "".join(parts)
     used = [name for name in _TYPING if re.search(rf"\b{name}\b", body)]
     imports = f"from typing import {', '.join(sorted([*used, 'TypeAlias']))}"
-    return _HEADER.replace("{imports}", imports) + "\n" + body
+    return _HEADER.replace("{imports}", imports) + body
 
 
 _TYPING = ("Literal", "NotRequired", "TypedDict", "Unpack")
@@ -71,6 +68,8 @@ def py_type(node: TypeNode) -> str:
             return f"Literal[{_literal(value)}]"
         case ListOf(item=item):
             return f"list[{py_type(item)}]"
+        case TupleOf(items=items, rest=rest):
+            return f"list[{py_type(union([*items, *([] if rest is None else [rest])]))}]"
         case MapOf(value=value):
             return f"dict[str, {py_type(value)}]"
         case Named(name=name):
@@ -116,12 +115,15 @@ def _object(definition: ObjectDef, shadowing: frozenset[str] | set[str]) -> str:
         lines = [f"class {definition.name}(TypedDict):"]
         if definition.doc:
             lines.append(docstring(definition.doc, "    "))
-        lines.extend(f"    {f.key}: {_field_type(f)}{_comment(f.doc)}" for f in definition.fields)
+        lines.extend(
+            f"    {f.key}: {_field_type(f)}{_comment(with_default(f))}" for f in definition.fields
+        )
         return "\n".join(lines) + "\n"
     lines = [f"# {line}" if line else "#" for line in definition.doc.split("\n") if definition.doc]
     lines.append(f'{definition.name} = TypedDict("{definition.name}", {{')
     lines.extend(
-        f"    {quote(f.key)}: {_field_type(f)},{_comment(f.doc)}" for f in definition.fields
+        f"    {quote(f.key)}: {_field_type(f)},{_comment(with_default(f))}"
+        for f in definition.fields
     )
     lines.append("})")
     return "\n".join(lines) + "\n"
@@ -144,15 +146,12 @@ def _alias(definition: AliasDef) -> str:
 
 
 def _tools(tools: tuple[ToolDef, ...]) -> str:
-    lines = ["class tools:"] if tools else ["class tools: ..."]
-    for i, tool in enumerate(tools):
-        if i:
-            lines.append("")
-        lines.append("    @staticmethod")
-        head = f"    async def {tool.py_name}({_signature(tool)}) -> {py_type(tool.returns)}:"
+    lines = []
+    for tool in tools:
+        head = f"async def {tool.py_name}({_signature(tool)}) -> {py_type(tool.returns)}:"
         doc = _tool_doc(tool)
-        lines.append(f"{head}\n{docstring(doc, '        ')}" if doc else f"{head} ...")
-    return "\n".join(lines) + "\n"
+        lines.append(f"{head}\n{docstring(doc, '    ', compact=True)}" if doc else f"{head} ...")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _signature(tool: ToolDef) -> str:
@@ -165,14 +164,56 @@ def _signature(tool: ToolDef) -> str:
         if field.required:
             parts.append(f"{field.key}: {text}")
         else:
-            nullable = text.endswith("| None") or text in ("None", "JsonValue")
-            none = text if nullable else f"{text} | None"
-            parts.append(f"{field.key}: {none} = None")
+            parts.append(f"{field.key}: {text} = {_default_literal(field) or '...'}")
     if parts:
         parts.insert(0, "*")
     if params.extra is not None:
         parts.append(f"**{_free_name(params.fields)}: {py_type(params.extra)}")
     return ", ".join(parts)
+
+
+def _default_literal(field: Field) -> str | None:
+    """The default as a Python literal, when it is a scalar the annotation accepts."""
+    if field.default is None:
+        return None
+    value = json.loads(field.default)
+    if not fits(value, field.type):
+        return None
+    if isinstance(value, str):
+        return quote(value)
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    return None
+
+
+def fits(value: object, node: TypeNode) -> bool:
+    """Tell whether a JSON scalar is a value of the type (for a default in a signature)."""
+    match node:
+        case Prim(kind="json"):
+            return True
+        case Prim(kind="str"):
+            return isinstance(value, str)
+        case Prim(kind="int"):
+            return isinstance(value, int) and not isinstance(value, bool)
+        case Prim(kind="float"):
+            return isinstance(value, int | float) and not isinstance(value, bool)
+        case Prim(kind="bool"):
+            return isinstance(value, bool)
+        case Prim(kind="none"):
+            return value is None
+        case Lit(value=literal):
+            return type(literal) is type(value) and literal == value
+        case UnionOf(members=members):
+            return any(fits(value, member) for member in members)
+    return False
+
+
+def with_default(field: Field) -> str:
+    """A field's doc with its default, when the default cannot be shown otherwise."""
+    if field.default is None or field.default == "null":
+        return field.doc
+    fact = f"(default {field.default})"
+    return f"{field.doc} {fact}" if field.doc else fact
 
 
 def _free_name(fields: tuple[Field, ...]) -> str:
@@ -185,25 +226,30 @@ def _free_name(fields: tuple[Field, ...]) -> str:
 
 def _tool_doc(tool: ToolDef) -> str:
     lines = [tool.doc] if tool.doc else []
-    documented = [f for f in tool.params.fields if f.doc]
-    if documented:
-        lines.append("")
-        lines.extend(f"{f.key}: {_indent_rest(f.doc, '    ')}" for f in documented)
+    for f in tool.params.fields:
+        doc = f.doc if _default_literal(f) is not None or f.required else with_default(f)
+        if doc:
+            lines.append(f"{f.key}: {_one_line(doc)}")
     if tool.params.args_type is not None:
-        lines.append("")
         lines.append(f'Pass arguments as **{{"key": value}} (keys of {tool.params.args_type}).')
     if tool.returns_doc:
-        lines.append("")
-        lines.append(f"Returns: {_indent_rest(tool.returns_doc, '    ')}")
+        lines.append(f"Returns: {_one_line(tool.returns_doc)}")
     return "\n".join(lines).strip("\n")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _indent_rest(text: str, indent: str) -> str:
     return text.replace("\n", "\n" + indent)
 
 
-def docstring(text: str, indent: str) -> str:
-    """Return text as a docstring at indent, escaped so any text stays one string literal."""
+def docstring(text: str, indent: str, *, compact: bool = False) -> str:
+    """Return text as a docstring at indent, escaped so any text stays one string literal.
+
+    ``compact`` closes the docstring at the end of its last line, not on a line of its own.
+    """
     body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     if body.endswith('"'):
         body = body[:-1] + '\\"'
@@ -212,5 +258,8 @@ def docstring(text: str, indent: str) -> str:
         return f'{indent}"""{body}"""'
     out = [f'{indent}"""{lines[0]}']
     out.extend(f"{indent}{line}" if line else "" for line in lines[1:])
-    out.append(f'{indent}"""')
+    if compact:
+        out[-1] += '"""'
+    else:
+        out.append(f'{indent}"""')
     return "\n".join(out)

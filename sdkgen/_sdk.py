@@ -16,10 +16,10 @@ def python_sdk(manifest: Manifest) -> str:
 
     manifest is a list of tools, each `{name, description?, parameters, output?}`
     (host.tools) or `{name, description?, inputSchema, outputSchema?}` (MCP), or a
-    mapping with such a `tools` list. The text declares `class tools` with one
-    `@staticmethod async def <escaped name>(*, ...)` per tool, sorted by name, plus
-    TypedDicts, aliases, `JsonValue` and `ToolCallError`; the same tools give the same
-    bytes. Raises ManifestError for an unreadable manifest.
+    mapping with such a `tools` list. The text is the stub of a module `tools`: one
+    `async def <escaped name>(*, ...)` per tool, sorted by name, plus TypedDicts, aliases,
+    `JsonValue` and `ToolCallError`; the same tools give the same bytes. Raises
+    ManifestError for an unreadable manifest.
     """
     return emit_python(build_sdk(manifest))
 

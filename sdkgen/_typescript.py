@@ -14,16 +14,15 @@ from sdkgen._nodes import (
     Prim,
     Sdk,
     ToolDef,
+    TupleOf,
     TypeNode,
     UnionOf,
 )
-from sdkgen._python import quote
+from sdkgen._python import quote, with_default
 
 _HEADER = """\
-/** Call `await tools.<name>({...})`; a failed call throws ToolCallError. */
+/** Call `await tools.<name>({...})`; a failed call throws ToolCallError (.tool, .code, .message). */
 type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-
-/** Thrown when a tool call fails: .tool (its name), .code, .message. */
 declare class ToolCallError extends Error {
   constructor(tool: string, message: string, code: string);
   readonly tool: string;
@@ -36,13 +35,17 @@ _PRIMS = {"str": "string", "int": "number", "float": "number", "bool": "boolean"
 def emit_typescript(sdk: Sdk) -> str:
     """Return the TypeScript declaration text for sdk."""
     parts = [_HEADER]
+    if sdk.shared_docs:
+        lines = ["Parameters documented once for every tool below:"]
+        lines.extend(f"{key}: {' '.join(doc.split())}" for key, doc in sdk.shared_docs)
+        parts.append("\n".join(_jsdoc("\n".join(lines), "")) + "\n")
     for definition in sdk.types:
         if isinstance(definition, ObjectDef):
             parts.append(_interface(definition))
         else:
             parts.append(_alias(definition))
     parts.append(_tools(sdk.tools))
-    return "\n".join(parts)
+    return "".join(parts)
 
 
 def ts_type(node: TypeNode) -> str:
@@ -57,6 +60,12 @@ def ts_type(node: TypeNode) -> str:
         case ListOf(item=item):
             text = ts_type(item)
             return f"({text})[]" if isinstance(item, UnionOf) else f"{text}[]"
+        case TupleOf(items=items, rest=rest):
+            members = [ts_type(item) for item in items]
+            if rest is not None:
+                text = ts_type(rest)
+                members.append(f"...({text})[]" if isinstance(rest, UnionOf) else f"...{text}[]")
+            return f"[{', '.join(members)}]"
         case MapOf(value=value):
             return f"{{ [key: string]: {ts_type(value)} }}"
         case Named(name=name):
@@ -88,8 +97,8 @@ def _interface(definition: ObjectDef) -> str:
     lines = _jsdoc(definition.doc, "")
     lines.append(f"interface {definition.name} {{")
     for field in definition.fields:
-        lines.extend(_jsdoc(" ".join(field.doc.split()), "  "))
-        lines.append(_member(field, "  "))
+        doc = " ".join(with_default(field).split())
+        lines.append(_member(field, "  ") + (f"  // {doc}" if doc else ""))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -127,8 +136,9 @@ def _argument(tool: ToolDef) -> str:
 def _tool_doc(tool: ToolDef) -> str:
     lines = [tool.doc] if tool.doc else []
     for field in tool.params.fields:
-        if field.doc:
-            lines.append(f"@param args.{field.key} {' '.join(field.doc.split())}")
+        doc = with_default(field)
+        if doc:
+            lines.append(f"{field.key}: {' '.join(doc.split())}")
     if tool.returns_doc:
         lines.append(f"@returns {' '.join(tool.returns_doc.split())}")
     return "\n".join(lines)

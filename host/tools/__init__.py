@@ -16,8 +16,10 @@ from ._exceptions import (
     ToolError,
     ToolsError,
 )
-from ._infer import FunctionTool, hint_to_node, tool
+from ._hints import hint_to_node
+from ._infer import FunctionTool, tool
 from ._json import FrozenDict, FrozenList, canonical_json, freeze, thaw
+from ._jsonschema import BareSchema, SchemaLimits
 from ._plugins import RepeatToolReminder, timeout_policy
 from ._present import (
     DiffCard,
@@ -53,13 +55,13 @@ from ._schema import (
     OneOf,
     SchemaDSL,
     String,
-    from_json_schema,
     schema,
     to_json_schema,
 )
 from ._scope import RUN_CODE, Scope
 from ._signal import AbortController, AbortSignal, fuse_signals
 from ._validate import validate
+from ._view import from_json_schema
 
 __all__ = (
     "RUN_CODE",
@@ -68,6 +70,7 @@ __all__ = (
     "Allow",
     "Array",
     "Ask",
+    "BareSchema",
     "Boolean",
     "Deny",
     "DiffCard",
@@ -91,6 +94,7 @@ __all__ = (
     "ReservedToolNameError",
     "SchemaDSL",
     "SchemaError",
+    "SchemaLimits",
     "Scope",
     "ScopeError",
     "SearchCard",

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._exceptions import SchemaError, ToolDefinitionError
 from ._json import canonical_json
+from ._jsonschema import SchemaLimits
 from ._result import user_context
-from ._schema import Json, Node, Object, from_json_schema, schema
+from ._schema import Json, Node, Object, schema
 from ._signal import AbortSignal
+from ._view import from_json_schema
 
 if TYPE_CHECKING:
     from ._result import ToolResult
@@ -113,7 +115,7 @@ class ToolDefinition:
 _ANY: Final = Json()
 
 
-def _parameters(parameters: Any, name: str) -> Object:
+def _parameters(parameters: Any, name: str, limits: SchemaLimits | None) -> Object:
     if isinstance(parameters, Object):
         return parameters
     if isinstance(parameters, Node):
@@ -124,16 +126,16 @@ def _parameters(parameters: Any, name: str) -> Object:
         ):
             return schema.root(parameters)
         try:
-            node = from_json_schema(parameters)
+            node = from_json_schema(parameters, limits=limits)
         except SchemaError as exc:
-            raise ToolDefinitionError(f"{name}: {exc}") from exc
+            raise ToolDefinitionError(f"{name}: parameters: {exc}") from exc
         if not isinstance(node, Object):
             raise ToolDefinitionError(f"{name}: parameters must be an object schema")
         return node
     raise ToolDefinitionError(f"{name}: parameters must be a mapping of nodes or a schema")
 
 
-def _output(output: Any, name: str) -> Output | None:
+def _output(output: Any, name: str, limits: SchemaLimits | None) -> Output | None:
     if output is None or isinstance(output, Output):
         return output
     if isinstance(output, Node):
@@ -142,7 +144,7 @@ def _output(output: Any, name: str) -> Output | None:
         node = output["schema"]
         if not isinstance(node, Node):
             try:
-                node = from_json_schema(node)
+                node = from_json_schema(node, limits=limits)
             except SchemaError as exc:
                 raise ToolDefinitionError(f"{name}: output schema: {exc}") from exc
         return Output(
@@ -166,18 +168,21 @@ def define_tool(
     finalize_content: Callable[[ToolResult], Any] | None = None,
     present_call: Callable[[Any], Any] | None = None,
     present_result: Callable[[Any, Mapping[str, Any]], Any] | None = None,
+    schema_limits: SchemaLimits | None = None,
 ) -> ToolDefinition:
     """Define a tool with the explicit DSL; ``parameters`` is a mapping of nodes (the open
     implicit root), an ``schema.object(...)`` node or a bare JSON Schema object.
 
-    Defaults declared in the schema are not applied to the arguments.
+    A bare JSON Schema (draft 4 to 2020-12) is kept as given and validates with a
+    standard-conforming validator, within ``schema_limits``. Defaults declared in the schema
+    are not applied to the arguments.
     """
     return ToolDefinition(
         name=name,
         description=description,
-        parameters=_parameters(parameters, name),
+        parameters=_parameters(parameters, name, schema_limits),
         execute=execute,
-        output=_output(output, name),
+        output=_output(output, name, schema_limits),
         timeout_ms=timeout_ms,
         concurrency_safe=concurrency_safe,
         validate_args=validate_args,

@@ -3,33 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NotRequired, Required, get_args, get_origin, overload
-
-import msgspec
+from typing import Any, get_args, get_origin, overload
 
 from ._definition import ConcurrencySafe, Output, Render, ToolDefinition, ToolRunContext
 from ._exceptions import SchemaError, ToolDefinitionError
-from ._schema import (
-    MISSING,
-    Array,
-    Boolean,
-    Integer,
-    Json,
-    Node,
-    Null,
-    Number,
-    Object,
-    OneOf,
-    String,
-    schema,
-)
+from ._hints import dump_value, hint_converter, hint_to_node, needs_dump
+from ._schema import MISSING, Node, schema
 
-__all__ = ("FunctionTool", "hint_to_node", "tool")
+__all__ = ("FunctionTool", "tool")
 
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Example|Examples):\s*$"
@@ -74,131 +62,6 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
-def _apply_meta(node: Node, metadata: tuple[Any, ...]) -> Node:
-    changes: dict[str, Any] = {}
-    for meta in metadata:
-        if isinstance(meta, str):
-            changes["description"] = meta
-        elif isinstance(meta, msgspec.Meta):
-            if meta.description is not None:
-                changes["description"] = meta.description
-            bounds = {"ge": "minimum", "le": "maximum", "gt": "exclusive_minimum"}
-            bounds["lt"] = "exclusive_maximum"
-            for key, target in bounds.items():
-                if getattr(meta, key) is not None:
-                    if not isinstance(node, Number | Integer):
-                        raise SchemaError(f"{key} applies to numbers, not {type(node).__name__}")
-                    changes[target] = getattr(meta, key)
-            for key in ("min_length", "max_length"):
-                if getattr(meta, key) is not None:
-                    if isinstance(node, String):
-                        changes[key] = getattr(meta, key)
-                    elif isinstance(node, Array):
-                        changes[key.replace("length", "items")] = getattr(meta, key)
-                    else:
-                        raise SchemaError(f"{key} applies to strings and arrays")
-            if meta.pattern is not None:
-                if not isinstance(node, String):
-                    raise SchemaError("pattern applies to strings")
-                changes["pattern"] = meta.pattern
-    return node if not changes else _replace(node, changes)
-
-
-def _replace(node: Node, changes: dict[str, Any]) -> Node:
-    return dataclasses.replace(node, **changes)
-
-
-def _literal(values: tuple[Any, ...]) -> Node:
-    groups: dict[type[Node], list[Any]] = {}
-    for value in values:
-        if value is None:
-            groups.setdefault(Null, []).append(value)
-        elif isinstance(value, bool):
-            groups.setdefault(Boolean, []).append(value)
-        elif isinstance(value, int):
-            groups.setdefault(Integer, []).append(value)
-        elif isinstance(value, str):
-            groups.setdefault(String, []).append(value)
-        else:
-            raise SchemaError(f"Literal values must be str, int, bool or None, got {value!r}")
-    nodes: list[Node] = []
-    for kind, items in groups.items():
-        if kind is Null:
-            nodes.append(Null())
-        elif len(items) == 1:
-            nodes.append(kind(const=items[0]))  # type: ignore[call-arg]
-        else:
-            nodes.append(kind(enum=tuple(items)))  # type: ignore[call-arg]
-    return nodes[0] if len(nodes) == 1 else OneOf(options=tuple(nodes))
-
-
-def _typed_dict(hint: Any, seen: frozenset[int]) -> Object:
-    if id(hint) in seen:
-        raise SchemaError(f"recursive TypedDict {hint.__name__} is not supported")
-    hints = typing.get_type_hints(hint, include_extras=True)
-    required_keys = hint.__required_keys__
-    props: dict[str, Node] = {}
-    for key, sub in hints.items():
-        node = hint_to_node(sub, _seen=seen | {id(hint)})
-        # With postponed annotations, __required_keys__ misses NotRequired[...]: use the hint.
-        wrapper = get_origin(_strip_annotated(sub))
-        needed = wrapper is Required or (wrapper is not NotRequired and key in required_keys)
-        props[key] = _replace(node, {"required": needed})
-    doc = inspect.getdoc(hint)
-    return schema.object(
-        props, additional_properties=False, description=_parse_docstring(doc)[0] or None
-    )
-
-
-def _strip_annotated(hint: Any) -> Any:
-    while get_origin(hint) is typing.Annotated:
-        hint = get_args(hint)[0]
-    return hint
-
-
-def hint_to_node(hint: Any, *, _seen: frozenset[int] = frozenset()) -> Node:
-    """Translate a type hint into a schema node (raises ``SchemaError`` when unsupported)."""
-    origin = get_origin(hint)
-    if origin is typing.Annotated:
-        base, *metadata = get_args(hint)
-        return _apply_meta(hint_to_node(base, _seen=_seen), tuple(metadata))
-    if origin in (Required, NotRequired):
-        return hint_to_node(get_args(hint)[0], _seen=_seen)
-    simple: dict[Any, Callable[[], Node]] = {
-        str: String,
-        int: Integer,
-        float: Number,
-        bool: Boolean,
-        None: Null,
-        type(None): Null,
-        Any: Json,
-        object: Json,
-        list: Array,
-        dict: lambda: schema.object({}, additional_properties=True),
-    }
-    if hint in simple:
-        return simple[hint]()
-    if origin is Literal:
-        return _literal(get_args(hint))
-    if origin in (types.UnionType, typing.Union):
-        members = list(get_args(hint))
-        if int in members and float in members:
-            members.remove(int)
-        nodes = tuple(hint_to_node(member, _seen=_seen) for member in members)
-        return nodes[0] if len(nodes) == 1 else OneOf(options=nodes)
-    if origin is list:
-        (item,) = get_args(hint)
-        return Array(items=hint_to_node(item, _seen=_seen))
-    if origin is dict:
-        key, value = get_args(hint)
-        if key is not str:
-            raise SchemaError(f"dict keys must be str, got {key!r}")
-        return schema.object({}, additional_properties=hint_to_node(value, _seen=_seen))
-    if typing.is_typeddict(hint):
-        return _typed_dict(hint, _seen)
-    raise SchemaError(f"unsupported type hint {hint!r}")
-
-
 def _is_context(hint: Any) -> bool:
     if hint is ToolRunContext:
         return True
@@ -206,6 +69,8 @@ def _is_context(hint: Any) -> bool:
 
 
 def _json_default(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        value = value.value
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return MISSING
@@ -219,6 +84,7 @@ def _build(fn: Callable[..., Any], options: dict[str, Any]) -> FunctionTool:
         raise ToolDefinitionError(f"{name}: cannot resolve type hints: {exc}") from exc
     summary, param_docs = _parse_docstring(fn.__doc__)
     props: dict[str, Node] = {}
+    converters: dict[str, Callable[[Any], Any]] = {}
     context_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
         hint = hints.get(param.name, Any)
@@ -231,18 +97,23 @@ def _build(fn: Callable[..., Any], options: dict[str, Any]) -> FunctionTool:
             node = hint_to_node(hint)
         except SchemaError as exc:
             raise ToolDefinitionError(f"{name}: parameter {param.name!r}: {exc}") from exc
+        convert = hint_converter(hint)
+        if convert is not None:
+            converters[param.name] = convert
         changes: dict[str, Any] = {"required": param.default is param.empty}
         if param.default is not param.empty:
             changes["default"] = _json_default(param.default)
         if node.description is None and param.name in param_docs:
             changes["description"] = param_docs[param.name]
-        props[param.name] = _replace(node, changes)
+        props[param.name] = dataclasses.replace(node, **changes)
     output: Output | None = None
+    dump = False
     if "return" in hints and hints["return"] is not Any:
         try:
-            out_node = hint_to_node(hints["return"])
+            out_node = _output_node(hints["return"])
         except SchemaError as exc:
             raise ToolDefinitionError(f"{name}: return annotation: {exc}") from exc
+        dump = needs_dump(hints["return"])
         render: Render | None = options.pop("render", None)
         meta: Render | None = options.pop("presentation_meta", None)
         output = (
@@ -251,7 +122,7 @@ def _build(fn: Callable[..., Any], options: dict[str, Any]) -> FunctionTool:
     else:
         options.pop("render", None)
         options.pop("presentation_meta", None)
-    execute = _executor(fn, context_param)
+    execute = _executor(fn, context_param, converters, dump)
     definition = FunctionTool(
         name=name,
         description=options.pop("description") or summary,
@@ -266,18 +137,51 @@ def _build(fn: Callable[..., Any], options: dict[str, Any]) -> FunctionTool:
     return definition
 
 
-def _executor(fn: Callable[..., Any], context_param: str | None) -> Callable[..., Any]:
+def _output_node(hint: Any) -> Node:
+    """A return annotation's schema; a pydantic model's in its serialization mode."""
+    base = hint
+    while get_origin(base) is typing.Annotated:
+        base = get_args(base)[0]
+    module = sys.modules.get("pydantic")
+    model = getattr(module, "BaseModel", None)
+    if model is not None and isinstance(base, type) and issubclass(base, model):
+        from ._view import from_json_schema
+
+        return from_json_schema(base.model_json_schema(mode="serialization"))  # type: ignore[attr-defined]
+    return hint_to_node(hint)
+
+
+def _executor(
+    fn: Callable[..., Any],
+    context_param: str | None,
+    converters: Mapping[str, Callable[[Any], Any]],
+    dump: bool,
+) -> Callable[..., Any]:
+    def arguments(args: Mapping[str, Any], ctx: ToolRunContext) -> dict[str, Any]:
+        # Valid JSON in, the annotated Python values out (models, dataclasses, enums, dates).
+        out = (
+            {
+                k: converters[k](v) if k in converters and v is not None else v
+                for k, v in args.items()
+            }
+            if converters
+            else dict(args)
+        )
+        if context_param:
+            out[context_param] = ctx
+        return out
+
     if inspect.iscoroutinefunction(fn):
 
         async def run_async(args: Mapping[str, Any], ctx: ToolRunContext) -> Any:
-            extra = {context_param: ctx} if context_param else {}
-            return await fn(**args, **extra)
+            value = await fn(**arguments(args, ctx))
+            return dump_value(value) if dump else value
 
         return run_async
 
     def run_sync(args: Mapping[str, Any], ctx: ToolRunContext) -> Any:
-        extra = {context_param: ctx} if context_param else {}
-        return fn(**args, **extra)
+        value = fn(**arguments(args, ctx))
+        return dump_value(value) if dump else value
 
     return run_sync
 

@@ -1,4 +1,4 @@
-"""The schema model: a closed family of nodes, the explicit DSL, and JSON Schema in and out."""
+"""The schema model: a closed family of nodes, the explicit DSL, and JSON Schema out."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ._exceptions import SchemaError
+from ._jsonschema import BareSchema
 
 __all__ = (
     "MISSING",
@@ -23,7 +24,6 @@ __all__ = (
     "OneOf",
     "SchemaDSL",
     "String",
-    "from_json_schema",
     "schema",
     "to_json_schema",
 )
@@ -42,22 +42,32 @@ MISSING: Final[Any] = _Missing()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
-    """A schema node; ``required`` only matters for a property of an object."""
+    """A schema node; ``required`` only matters for a property of an object.
+
+    ``bare`` is set on a node made from a bare JSON Schema: that schema, kept as given, is
+    what validates and what the model reads; the node's fields are a typed view of it.
+    """
 
     description: str | None = None
     default: Any = MISSING
     required: bool = False
+    title: str | None = None
+    bare: BareSchema | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class String(Node):
-    """A JSON string, with optional enum/const, length bounds and a regex ``pattern`` (search)."""
+    """A JSON string, with optional enum/const, length bounds and a regex ``pattern`` (search).
+
+    ``format`` ``date-time``, ``date``, ``time`` and ``uuid`` are checked; others annotate.
+    """
 
     enum: tuple[str, ...] | None = None
     const: Any = MISSING
     min_length: int | None = None
     max_length: int | None = None
     pattern: str | None = None
+    format: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +80,7 @@ class Number(Node):
     maximum: float | None = None
     exclusive_minimum: float | None = None
     exclusive_maximum: float | None = None
+    multiple_of: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +93,7 @@ class Integer(Node):
     maximum: float | None = None
     exclusive_minimum: float | None = None
     exclusive_maximum: float | None = None
+    multiple_of: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +150,11 @@ def _check_bounds(name: str, *values: float | None) -> None:
             raise SchemaError(f"{name}: bounds must be finite numbers, got {value!r}")
 
 
+def _check_step(name: str, step: float | None) -> None:
+    if step is not None and not (_is_number(step) and step > 0):
+        raise SchemaError(f"{name}: multiple_of must be a number > 0, got {step!r}")
+
+
 def _object(
     properties: Mapping[str, Node],
     additional_properties: bool | Node,
@@ -173,9 +190,10 @@ class SchemaDSL:
         min_length: int | None = None,
         max_length: int | None = None,
         pattern: str | None = None,
+        format: str | None = None,
         default: Any = MISSING,
     ) -> String:
-        """A string node."""
+        """A string node; ``format`` ``date-time``, ``date``, ``time`` and ``uuid`` are checked."""
         if pattern is not None:
             try:
                 re.compile(pattern)
@@ -193,6 +211,7 @@ class SchemaDSL:
             min_length=min_length,
             max_length=max_length,
             pattern=pattern,
+            format=format,
             default=default,
         )
 
@@ -207,10 +226,12 @@ class SchemaDSL:
         maximum: float | None = None,
         exclusive_minimum: float | None = None,
         exclusive_maximum: float | None = None,
+        multiple_of: float | None = None,
         default: Any = MISSING,
     ) -> Number:
         """A number node (ints and finite floats)."""
         _check_bounds("number", minimum, maximum, exclusive_minimum, exclusive_maximum)
+        _check_step("number", multiple_of)
         if enum is not None and not all(_is_number(item) for item in enum):
             raise SchemaError("a number enum must list finite numbers")
         if const is not MISSING and not _is_number(const):
@@ -224,6 +245,7 @@ class SchemaDSL:
             maximum=maximum,
             exclusive_minimum=exclusive_minimum,
             exclusive_maximum=exclusive_maximum,
+            multiple_of=multiple_of,
             default=default,
         )
 
@@ -238,10 +260,12 @@ class SchemaDSL:
         maximum: float | None = None,
         exclusive_minimum: float | None = None,
         exclusive_maximum: float | None = None,
+        multiple_of: float | None = None,
         default: Any = MISSING,
     ) -> Integer:
         """An integer node."""
         _check_bounds("integer", minimum, maximum, exclusive_minimum, exclusive_maximum)
+        _check_step("integer", multiple_of)
         if enum is not None and not all(_is_int(item) for item in enum):
             raise SchemaError("an integer enum must list integers")
         if const is not MISSING and not _is_int(const):
@@ -255,6 +279,7 @@ class SchemaDSL:
             maximum=maximum,
             exclusive_minimum=exclusive_minimum,
             exclusive_maximum=exclusive_maximum,
+            multiple_of=multiple_of,
             default=default,
         )
 
@@ -364,12 +389,41 @@ _TYPE_NAMES: Final = {
 }
 
 
-def to_json_schema(node: Node) -> dict[str, Any]:
-    """Emit the JSON Schema (draft 2020-12 vocabulary) of ``node``."""
+def to_json_schema(node: Node) -> Any:
+    """Emit the JSON Schema (draft 2020-12 vocabulary) of ``node``.
+
+    A node made from a bare JSON Schema emits that schema as given; one nested in a DSL
+    node has its ``$defs`` moved to the root ``$defs`` (renamed on a clash) and its
+    ``$ref``s rewritten to match.
+    """
+    if node.bare is not None:
+        return _bare(node)
+    defs: dict[str, Any] = {}
+    out = _emit(node, defs)
+    if defs:
+        out["$defs"] = {key: defs[key] for key in sorted(defs)}
+    return out
+
+
+def _bare(node: Node) -> Any:
+    assert node.bare is not None
+    doc = node.bare.document()
+    if isinstance(doc, dict):  # what a DSL caller changed on the node (a parameter's doc)
+        for key, value in (("description", node.description), ("title", node.title)):
+            if value is not None and doc.get(key) != value:
+                doc[key] = value
+        if node.default is not MISSING and "default" not in doc:
+            doc["default"] = node.default
+    return doc
+
+
+def _emit(node: Node, defs: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     type_name = _TYPE_NAMES.get(type(node))
     if type_name is not None:
         out["type"] = type_name
+    if node.title is not None:
+        out["title"] = node.title
     if node.description is not None:
         out["description"] = node.description
     if isinstance(node, String | Number | Integer | Boolean):
@@ -381,27 +435,33 @@ def to_json_schema(node: Node) -> dict[str, Any]:
         _put(out, "minLength", node.min_length)
         _put(out, "maxLength", node.max_length)
         _put(out, "pattern", node.pattern)
+        _put(out, "format", node.format)
     elif isinstance(node, Number | Integer):
         _put(out, "minimum", node.minimum)
         _put(out, "maximum", node.maximum)
         _put(out, "exclusiveMinimum", node.exclusive_minimum)
         _put(out, "exclusiveMaximum", node.exclusive_maximum)
+        _put(out, "multipleOf", node.multiple_of)
     elif isinstance(node, Array):
         if node.items is not None:
-            out["items"] = to_json_schema(node.items)
+            out["items"] = _child(node.items, defs)
         _put(out, "minItems", node.min_items)
         _put(out, "maxItems", node.max_items)
     elif isinstance(node, Object):
-        out["properties"] = {key: to_json_schema(child) for key, child in node.properties}
+        out["properties"] = {key: _child(child, defs) for key, child in node.properties}
         if node.required_names:
             out["required"] = [key for key, _ in node.properties if key in node.required_names]
         extra = node.additional_properties
-        out["additionalProperties"] = extra if isinstance(extra, bool) else to_json_schema(extra)
+        out["additionalProperties"] = extra if isinstance(extra, bool) else _child(extra, defs)
     elif isinstance(node, OneOf):
-        out["oneOf"] = [to_json_schema(option) for option in node.options]
+        out["oneOf"] = [_child(option, defs) for option in node.options]
     if node.default is not MISSING:
         out["default"] = node.default
     return out
+
+
+def _child(node: Node, defs: dict[str, Any]) -> Any:
+    return _emit(node, defs) if node.bare is None else _embed(_bare(node), defs)
 
 
 def _put(out: dict[str, Any], key: str, value: object) -> None:
@@ -409,102 +469,77 @@ def _put(out: dict[str, Any], key: str, value: object) -> None:
         out[key] = value
 
 
-_IGNORED: Final = frozenset({"$schema", "$id", "title", "examples", "$comment", "format"})
-_KNOWN: Final = frozenset(
-    {
-        "type", "description", "default", "enum", "const", "minLength", "maxLength", "pattern",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "items", "minItems",
-        "maxItems", "properties", "required", "additionalProperties", "oneOf",
-    }
-)  # fmt: skip
+def _embed(doc: Any, defs: dict[str, Any]) -> Any:
+    """Place a bare schema inside a DSL document: its definitions go to the root ``$defs``."""
+    if not isinstance(doc, dict):
+        return doc
+    doc.pop("$schema", None)  # only a document's root may name its draft
+    refs = [s for s in _subschemas(doc) if isinstance(s.get("$ref"), str)]
+    if not refs or any("$id" in s for s in _subschemas(doc)):
+        return doc  # nothing points into the document, or it resolves against its own $id
+    moved: dict[str, str] = {}  # old pointer -> new pointer
+    pending: list[tuple[str, Any]] = []
+    for section in ("$defs", "definitions"):
+        found = doc.pop(section, None)
+        if not isinstance(found, dict):
+            continue
+        for name, sub in found.items():
+            new = _free_name(defs, name, sub)
+            moved[f"#/{section}/{_escape(name)}"] = f"#/$defs/{_escape(new)}"
+            pending.append((new, sub))
+    self_name: str | None = None
+    if any(_points_home(s["$ref"], moved) for s in refs):
+        title = doc.get("title")
+        self_name = _free_name(defs, title if isinstance(title, str) else "Schema", doc)
+    for _, sub in [*pending, ("", doc)]:
+        for schema in _subschemas(sub):
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                schema["$ref"] = _rewrite(ref, moved, self_name)
+    for name, sub in pending:
+        defs[name] = sub
+    if self_name is None:
+        return doc
+    defs[self_name] = doc
+    return {"$ref": f"#/$defs/{_escape(self_name)}"}
 
 
-def from_json_schema(source: Mapping[str, Any] | bool, *, required: bool = False) -> Node:
-    """Translate a bare JSON Schema (a supported subset) into a node; objects stay open."""
-    if source is True or source == {}:
-        return Json(required=required)
-    if not isinstance(source, Mapping):
-        raise SchemaError(f"unsupported JSON Schema {source!r}")
-    unknown = set(source) - _KNOWN - _IGNORED
-    if unknown:
-        raise SchemaError(f"unsupported JSON Schema keywords: {sorted(unknown)}")
-    common: dict[str, Any] = {"description": source.get("description"), "required": required}
-    if "default" in source:
-        common["default"] = source["default"]
-    if "oneOf" in source:
-        options = tuple(from_json_schema(option) for option in source["oneOf"])
-        return OneOf(options=options, description=common["description"], required=required)
-    kind = source.get("type")
-    if isinstance(kind, list):
-        options = tuple(from_json_schema({**source, "type": item}) for item in kind)
-        return OneOf(options=options, description=common["description"], required=required)
-    if kind is None:
-        kind = _infer_kind(source)
-    bounds: dict[str, Any] = {
-        "minimum": source.get("minimum"),
-        "maximum": source.get("maximum"),
-        "exclusive_minimum": source.get("exclusiveMinimum"),
-        "exclusive_maximum": source.get("exclusiveMaximum"),
-    }
-    enum = source.get("enum")
-    const = source.get("const", MISSING)
-    if kind == "string":
-        return schema.string(
-            **common,
-            enum=enum,
-            const=const,
-            min_length=source.get("minLength"),
-            max_length=source.get("maxLength"),
-            pattern=source.get("pattern"),
-        )
-    if kind == "number":
-        return schema.number(**common, enum=enum, const=const, **bounds)
-    if kind == "integer":
-        return schema.integer(**common, enum=enum, const=const, **bounds)
-    if kind == "boolean":
-        return schema.boolean(**common, enum=enum, const=const)
-    if kind == "null":
-        return schema.null(description=common["description"], required=required)
-    if kind == "array":
-        items = source.get("items")
-        return schema.array(
-            None if items is None else from_json_schema(items),
-            **common,
-            min_items=source.get("minItems"),
-            max_items=source.get("maxItems"),
-        )
-    if kind == "object":
-        needed = set(source.get("required", ()))
-        props = {
-            key: from_json_schema(child, required=key in needed)
-            for key, child in source.get("properties", {}).items()
-        }
-        missing = needed - set(props)
-        for key in sorted(missing):
-            props[key] = Json(required=True)
-        extra = source.get("additionalProperties", True)
-        extra_node: bool | Node = extra if isinstance(extra, bool) else from_json_schema(extra)
-        return _object(
-            props, extra_node, common["description"], required, common.get("default", MISSING)
-        )
-    if kind == "any":
-        return Json(description=common["description"], required=required)
-    raise SchemaError(f"unsupported JSON Schema type {kind!r}")
+def _points_home(ref: str, moved: Mapping[str, str]) -> bool:
+    """True for a local ``$ref`` that no moved definition covers (``#`` or ``#/properties``)."""
+    if not ref.startswith("#"):
+        return False
+    return not any(ref == old or ref.startswith(old + "/") for old in moved)
 
 
-def _infer_kind(source: Mapping[str, Any]) -> str:
-    values = list(source.get("enum", ()))
-    if "const" in source:
-        values.append(source["const"])
-    if not values:
-        return "any"
-    kinds = {
-        "boolean" if isinstance(v, bool) else "integer" if _is_int(v) else
-        "number" if _is_number(v) else "string" if isinstance(v, str) else "?"
-        for v in values
-    }  # fmt: skip
-    if kinds == {"integer", "number"}:
-        return "number"
-    if len(kinds) != 1 or "?" in kinds:
-        raise SchemaError(f"enum/const without a single scalar type: {values!r}")
-    return kinds.pop()
+def _rewrite(ref: str, moved: Mapping[str, str], self_name: str | None) -> str:
+    for old, new in moved.items():
+        if ref == old or ref.startswith(old + "/"):
+            return new + ref[len(old) :]
+    if self_name is not None and ref.startswith("#"):
+        return f"#/$defs/{_escape(self_name)}" + ref[1:]
+    return ref
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _free_name(defs: Mapping[str, Any], name: str, content: Any) -> str:
+    candidate, n = name, 2
+    while candidate in defs and defs[candidate] != content:
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
+
+
+def _subschemas(doc: Any) -> list[dict[str, Any]]:
+    """Every dict in a document (iteratively; data keywords included, which is harmless)."""
+    found: list[dict[str, Any]] = []
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            stack.extend(v for k, v in item.items() if k not in ("enum", "const", "default"))
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
+import uuid
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
+import jsonschema_rs
+
+from ._explain import describe as _describe
 from ._schema import (
     MISSING,
     Array,
@@ -20,6 +26,7 @@ from ._schema import (
     Object,
     OneOf,
     String,
+    to_json_schema,
 )
 
 __all__ = ("format_path", "validate")
@@ -61,26 +68,6 @@ def format_path(path: _Path) -> str:
     return "$" + "".join(reversed(parts))
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        text = str(value) if value.bit_length() < 128 else "a large integer"
-        return f"integer {text}"
-    if isinstance(value, float):
-        return f"number {value!r}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:40] + "…"
-        return f"string {json.dumps(shown, ensure_ascii=False)}"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return f"a non-JSON {type(value).__name__}"
-
-
 @lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
@@ -92,6 +79,37 @@ def _expected(node: Node) -> str:
     if isinstance(node, Json):
         return "a JSON value"
     return type(node).__name__.lower()
+
+
+def _date_time(text: str) -> object:
+    if len(text) < 11 or text[10] not in "Tt ":
+        raise ValueError("no time")
+    return datetime.datetime.fromisoformat(text)
+
+
+# The formats ``@tool`` turns into Python objects: a value that passes must convert.
+_FORMATS: Final[dict[str, Callable[[str], object]]] = {
+    "date-time": _date_time,
+    "date": datetime.date.fromisoformat,
+    "time": datetime.time.fromisoformat,
+    "uuid": uuid.UUID,
+}
+
+
+def _parses(check: Callable[[str], object], text: str) -> bool:
+    try:
+        check(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _multiple(value: float, step: float) -> bool:
+    """JSON Schema's ``multipleOf``, as the reference validator computes it."""
+    if isinstance(step, float) or isinstance(value, float):
+        quotient = value / step
+        return math.isfinite(quotient) and int(quotient) == quotient
+    return value % step == 0
 
 
 def _json_equal(left: Any, right: Any) -> bool:
@@ -111,6 +129,9 @@ def _check_scalar(node: Node, value: Any) -> str | None:
             return f"string of at most {node.max_length} characters"
         if node.pattern is not None and not _regex(node.pattern).search(value):
             return f"string matching /{node.pattern}/"
+        check = None if node.format is None else _FORMATS.get(node.format)
+        if check is not None and not _parses(check, value):
+            return f"string in format {node.format}"
     elif isinstance(node, Number | Integer):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return _expected(node)
@@ -126,6 +147,8 @@ def _check_scalar(node: Node, value: Any) -> str | None:
             return f"{_expected(node)} > {node.exclusive_minimum}"
         if node.exclusive_maximum is not None and value >= node.exclusive_maximum:
             return f"{_expected(node)} < {node.exclusive_maximum}"
+        if node.multiple_of is not None and not _multiple(value, node.multiple_of):
+            return f"multiple of {node.multiple_of}"
     elif isinstance(node, Boolean):
         if not isinstance(value, bool):
             return "boolean"
@@ -149,18 +172,121 @@ def _check_scalar(node: Node, value: Any) -> str | None:
 def validate(node: Node, value: Any) -> str | None:
     """Validate ``value`` against ``node``; return the first error message, or None if valid.
 
-    Uses memory proportional to the value's size, never the Python call stack.
+    Uses memory proportional to the value's size, never the Python call stack. A node made
+    from a bare JSON Schema validates with that schema's compiled, bounded validator.
     """
+    if node.bare is not None:
+        return node.bare.check(value)
     if _is_leaf(node, value):  # fast path: one leaf
         expected = _check_scalar(node, value)
         return None if expected is None else _fail(None, expected, value)
+    compiled = _compiled(node)
+    # The compiled schema only ever says "valid", and only for values on which the DSL and
+    # JSON Schema agree; anything else (and every error message) comes from the walk.
+    if compiled is not None and _plain(value) and _valid(compiled, value):
+        return None
     if isinstance(node, Object) and _flat_object_valid(node, value):
         return None
     return _walk(node, value)
 
 
+_COMPILED: dict[int, tuple[Node, Any]] = {}  # id -> (the node, kept alive; its validator)
+_MAX_COMPILED: Final = 4096
+_MAX_COMPILED_DEPTH: Final = 32
+_SAFE_INT: Final = 2**53
+
+
+def _compiled(node: Node) -> Any:
+    """The node's JSON Schema compiled by jsonschema-rs, when it means the same as the DSL."""
+    entry = _COMPILED.get(id(node))
+    if entry is not None and entry[0] is node:
+        return entry[1]
+    validator = _compile(node)
+    if len(_COMPILED) >= _MAX_COMPILED:
+        _COMPILED.clear()
+    _COMPILED[id(node)] = (node, validator)
+    return validator
+
+
+def _compile(node: Node) -> Any:
+    stack: list[tuple[Node, int]] = [(node, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > _MAX_COMPILED_DEPTH or current.bare is not None:
+            return None
+        if isinstance(current, String) and (current.pattern or current.format):
+            return None  # Python's regex dialect and checked formats: the walk decides
+        if isinstance(current, Array) and current.items is not None:
+            stack.append((current.items, depth + 1))
+        elif isinstance(current, Object):
+            stack.extend((child, depth + 1) for _, child in current.properties)
+            if isinstance(current.additional_properties, Node):
+                stack.append((current.additional_properties, depth + 1))
+        elif isinstance(current, OneOf):
+            stack.extend((option, depth + 1) for option in current.options)
+    try:
+        return jsonschema_rs.Draft202012Validator(
+            to_json_schema(node), validate_formats=False, offline=True
+        )
+    except (ValueError, jsonschema_rs.ReferencingError):  # pragma: no cover - DSL emits valid
+        return None
+
+
+def _valid(compiled: Any, value: Any) -> bool:
+    try:
+        return bool(compiled.is_valid(value))
+    except (ValueError, UnicodeError, OverflowError):  # a lone surrogate: the walk decides
+        return False
+
+
+def _plain(value: Any) -> bool:
+    """True for exact JSON types on which JSON Schema and the DSL agree (no 1.0 integers)."""
+    if type(value) is dict:
+        for key, child in value.items():
+            kind = type(child)
+            if type(key) is not str:
+                return False
+            if kind is str or kind is bool or child is None:
+                continue
+            if kind is int and -_SAFE_INT < child < _SAFE_INT:
+                continue
+            break
+        else:
+            return True
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -_SAFE_INT < item < _SAFE_INT:
+                return False
+            continue
+        if kind is float:
+            if not math.isfinite(item) or item.is_integer():
+                return False
+            continue
+        if depth > 64 or seen > 10_000:
+            return False  # deep or large: the walk (no recursion, no cycle) takes it
+        seen += 1
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append((child, depth + 1))
+        elif kind is list:
+            stack.extend((child, depth + 1) for child in item)
+        else:
+            return False
+    return True
+
+
 def _is_leaf(node: Node, value: Any) -> bool:
     """True when ``_visit`` would only run ``_check_scalar`` on this pair (no children)."""
+    if node.bare is not None:
+        return False
     if isinstance(node, String | Number | Integer | Boolean | Null):
         return True
     return isinstance(node, Json) and not isinstance(value, dict | list)
@@ -236,6 +362,8 @@ def _visit(
     on_path: set[int],
 ) -> str | None:
     """Check one (node, value) pair and push its children; return an error message or None."""
+    if node.bare is not None:
+        return node.bare.check(value, _parts(path))
     if isinstance(node, OneOf):
         alternatives = [_Branch(branch) for _ in node.options]
         stack.append((_RESOLVE, node, value, path, branch, alternatives))
@@ -257,6 +385,14 @@ def _visit(
         return _push_dict(node, value, path, branch, stack)
     expected = _check_scalar(node, value)
     return None if expected is None else _fail(path, expected, value)
+
+
+def _parts(path: _Path) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    while path is not None:
+        path, key = path
+        parts.append(key)
+    return tuple(reversed(parts))
 
 
 def _fail(path: _Path, expected: str, value: Any) -> str:

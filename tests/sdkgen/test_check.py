@@ -76,7 +76,7 @@ def test_syntax_errors_and_empty_programs() -> None:
 def test_render_diagnostics() -> None:
     found = sdkgen.check_program("await tools.nope()\n", representative())
     text = sdkgen.render_diagnostics(found)
-    assert text.startswith("1:7: error: Class `tools` has no attribute `nope` [missing-attribute]")
+    assert text.startswith("1:7: error: Module `tools` has no member `nope` [missing-attribute]")
     assert sdkgen.render_diagnostics([]) == "no problems found"
 
 

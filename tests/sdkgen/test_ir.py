@@ -61,28 +61,35 @@ def test_simple_types(schema: Any, expected: str) -> None:
     assert param(schema) == expected
 
 
-def test_optional_parameters_default_to_none_once() -> None:
-    assert param({"type": "string"}, required=False) == "str | None = None"
-    assert param({"type": ["string", "null"]}, required=False) == "str | None = None"
-    assert param({}, required=False) == "JsonValue = None"
+def test_optional_parameters_show_their_default_or_an_ellipsis() -> None:
+    assert param({"type": "string"}, required=False) == "str = ..."
+    assert param({"type": ["string", "null"]}, required=False) == "str | None = ..."
+    assert param({}, required=False) == "JsonValue = ..."
+    assert param({"type": "string", "default": "x"}, required=False) == 'str = "x"'
+    assert param({"enum": ["a", "b"], "default": "b"}, required=False) == 'Literal["a", "b"] = "b"'
+    # A default the type does not admit, or one that is not a scalar, stays in the doc.
+    text = sdk({"type": "object", "properties": {"p": {"type": "integer", "default": "x"}}})
+    assert 'async def t(*, p: int = ...) -> JsonValue:\n    """p: (default "x")"""' in text
+    text = sdk({"type": "object", "properties": {"p": {"type": "array", "default": []}}})
+    assert '"""p: (default [])"""' in text
 
 
 def test_required_parameters_come_first_then_sorted() -> None:
     props = {k: {"type": "string"} for k in ("z", "b", "a", "y")}
     text = sdk({"type": "object", "properties": props, "required": ["z", "y"]})
-    assert "(*, y: str, z: str, a: str | None = None, b: str | None = None)" in text
+    assert "(*, y: str, z: str, a: str = ..., b: str = ...)" in text
 
 
-def test_object_shapes_are_typeddicts_named_by_path() -> None:
+def test_object_shapes_are_typeddicts_named_by_property() -> None:
     options = {
         "type": "object",
         "description": "Options.",
         "properties": {"deep": {"type": "boolean", "description": "Go deep."}},
     }
     text = sdk({"type": "object", "properties": {"options": options}})
-    assert 'class TOptions(TypedDict):\n    """Options."""\n' in text
+    assert 'class Options(TypedDict):\n    """Options."""\n' in text
     assert "    deep: NotRequired[bool]  # Go deep.\n" in text
-    assert "options: TOptions | None = None" in text
+    assert "options: Options = ..." in text
 
 
 def test_defs_become_named_types_and_may_recurse() -> None:
@@ -124,7 +131,7 @@ def test_repeated_inline_shapes_are_shared() -> None:
     text = sdkgen.python_sdk(tools)
     assert text.count("(TypedDict)") == 1
     assert "class Page(TypedDict):" in text
-    assert text.count("page: Page | None = None") == 2
+    assert text.count("page: Page = ...") == 2
 
 
 def test_all_of_objects_merge() -> None:
@@ -136,7 +143,7 @@ def test_all_of_objects_merge() -> None:
     }
     defs = {"B": {"type": "object", "properties": {"b": {"type": "integer"}}}}
     text = sdk({"type": "object", "$defs": defs, "properties": {"x": schema}})
-    assert "class TX(TypedDict):\n    a: str\n    b: NotRequired[int]\n" in text
+    assert "class X(TypedDict):\n    a: str\n    b: NotRequired[int]\n" in text
 
 
 def test_keys_that_are_not_python_names_use_unpack() -> None:
@@ -150,7 +157,7 @@ def test_root_recursion_names_the_arguments() -> None:
     params = {"type": "object", "properties": {"sub": {"$ref": "#"}, "v": {"type": "integer"}}}
     text = sdk(params)
     assert "class TArgs(TypedDict):\n    sub: NotRequired[TArgs]\n" in text
-    assert "async def t(*, sub: TArgs | None = None, v: int | None = None)" in text
+    assert "async def t(*, sub: TArgs = ..., v: int = ...)" in text
 
 
 @pytest.mark.parametrize(
@@ -163,7 +170,7 @@ def test_root_recursion_names_the_arguments() -> None:
         ({"type": "object", "additionalProperties": {"type": "integer"}}, "(**args: int)"),
         (
             {"type": "object", "properties": {"args": {}}, "additionalProperties": True},
-            "(*, args: JsonValue = None, **args_: JsonValue)",
+            "(*, args: JsonValue = ..., **args_: JsonValue)",
         ),
     ],
 )
@@ -190,18 +197,27 @@ def test_facts_document_constraints() -> None:
         "default": 30,
     }
     params = {"type": "object", "properties": {"size": schema}}
-    assert "size: Page size. (>= 1; <= 100; default 30)" in sdk(params)
+    text = sdk(params)
+    assert (
+        'async def t(*, size: int = 30) -> JsonValue:\n    """size: Page size. (>= 1; <= 100)"""'
+        in text
+    )
+    kept = {"type": "string", "format": "uri", "not": {"const": ""}, "multipleOf": 2}
+    assert '"""p: (format uri; multiple of 2; not {"const": ""})"""' in sdk(
+        {"type": "object", "properties": {"p": kept}}
+    )
 
 
-def test_type_names_never_shadow_tool_methods_or_builtins() -> None:
+def test_type_names_never_shadow_tool_functions_or_builtins() -> None:
     page = {"type": "object", "properties": {"list": {"type": "integer"}, "b": {"type": "array"}}}
     tools = [
+        {"name": "Page", "inputSchema": {}},
         {"name": "ListPage", "inputSchema": {}},
         {"name": "list", "inputSchema": {"type": "object", "properties": {"page": page}}},
     ]
     text = sdkgen.python_sdk(tools)
     assert "async def ListPage(**args: JsonValue)" in text
-    assert "async def list_(*, page: ListPage_2 | None = None)" in text
+    assert "async def list_(*, page: ListPage_2 = ...)" in text
     assert 'ListPage_2 = TypedDict("ListPage_2", {\n    "b": NotRequired[list[JsonValue]],' in text
 
 
@@ -209,3 +225,47 @@ def test_parameters_root_may_be_a_ref() -> None:
     args = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
     params = {"$defs": {"A": args}, "$ref": "#/$defs/A"}
     assert "async def t(*, q: str) -> JsonValue:" in sdk(params)
+
+
+def test_list_items_are_named_in_the_singular() -> None:
+    entity = {"type": "object", "properties": {"name": {"type": "string"}}}
+    params = {"type": "object", "properties": {"entities": {"type": "array", "items": entity}}}
+    assert "class Entity(TypedDict):\n    name: NotRequired[str]\n" in sdk(params)
+
+
+def test_shapes_with_the_same_content_share_one_name() -> None:
+    text_result = {"type": "object", "properties": {"content": {"type": "string"}}}
+    tools = [{"name": n, "inputSchema": {}, "outputSchema": text_result} for n in ("b", "a", "c")]
+    text = sdkgen.python_sdk(tools)
+    assert text.count("(TypedDict)") == 1
+    assert "class ContentResult(TypedDict):" in text
+    assert text.count("-> ContentResult:") == 3
+
+
+def test_parameter_docs_several_tools_share_are_said_once() -> None:
+    owner = {"type": "string", "description": "Repository owner"}
+    other = {"type": "string", "description": "Another owner"}
+    tools = [
+        {"name": n, "inputSchema": {"type": "object", "properties": {"owner": o}}}
+        for n, o in (("a", owner), ("b", owner), ("c", other))
+    ]
+    text = sdkgen.python_sdk(tools)
+    assert "# owner: Repository owner\n" in text
+    assert text.count("Repository owner") == 1
+    assert '"""owner: Another owner"""' in text
+    ts = sdkgen.typescript_sdk(tools)
+    assert " * owner: Repository owner\n" in ts
+    assert "/** owner: Another owner */" in ts
+
+
+def test_prefix_items_are_tuples_in_typescript() -> None:
+    pair = {"prefixItems": [{"type": "string"}, {"type": "integer"}]}
+    closed = {**pair, "items": False}
+    more = {**pair, "items": {"type": "boolean"}}
+    props = {"pair": pair, "closed": closed, "more": more}
+    tools = [{"name": "t", "inputSchema": {"type": "object", "properties": props}}]
+    ts = sdkgen.typescript_sdk(tools)
+    assert "pair?: [string, number]" in ts
+    assert "closed?: [string, number]" in ts
+    assert "more?: [string, number, ...boolean[]]" in ts
+    assert "more: list[str | int | bool] = ..." in sdkgen.python_sdk(tools)

@@ -19,8 +19,7 @@ NASTY = 'Ends with a quote " and has """ and \\ and \\n and \x00 and \r\n and ям
 
 def _methods(text: str) -> dict[str, ast.AsyncFunctionDef]:
     tree = ast.parse(text)
-    tools = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "tools")
-    return {n.name: n for n in tools.body if isinstance(n, ast.AsyncFunctionDef)}
+    return {n.name: n for n in tree.body if isinstance(n, ast.AsyncFunctionDef)}
 
 
 def test_docstrings_survive_any_description() -> None:
@@ -31,18 +30,16 @@ def test_docstrings_survive_any_description() -> None:
 
 def test_layout_of_a_tool() -> None:
     text = sdkgen.python_sdk(representative())
-    assert text.startswith('"""Call `await tools.<name>(...)` with keyword arguments;')
-    assert "class tools:\n" in text
+    assert text.startswith('"""Module `tools`: `await tools.<name>(...)` with keyword arguments;')
     assert (
-        "    @staticmethod\n"
-        "    async def import_() -> str:\n"
-        '        """Keyword as a tool name; no parameters at all.\n'
-        "\n"
-        "        Returns: The import id.\n"
-        '        """\n'
+        "async def import_() -> str:\n"
+        '    """Keyword as a tool name; no parameters at all.\n'
+        '    Returns: The import id."""\n'
     ) in text
-    assert "    async def get_file_2() -> JsonValue: ...\n" in text
-    assert "class ToolCallError(Exception):" in text
+    assert "\nasync def get_file_2() -> JsonValue: ...\n" in text
+    assert (
+        "class ToolCallError(Exception):\n    tool: str\n    code: str\n    message: str\n" in text
+    )
 
 
 def test_tools_are_sorted_by_original_name() -> None:
@@ -87,7 +84,8 @@ def test_any_manifest_gives_parseable_python(manifest: list[dict[str, Any]]) -> 
 
 
 SAMPLE_REPRESENTATIVE = """\
-from rep_sdk import FilterArgs, SendMailArgs, ToolCallError, tools
+from rep_sdk import FilterArgs, SendMailArgs, ToolCallError
+import rep_sdk as tools
 import asyncio
 
 
@@ -112,7 +110,8 @@ async def program() -> object:
     return {"first": first, "names": names, "area": area["area"], "ids": ids, "n": n, "g": got}
 """
 SAMPLE_LARGE = """\
-from large_sdk import Entity, tools
+from large_sdk import Entity
+import large_sdk as tools
 
 
 async def program() -> object:
@@ -127,7 +126,7 @@ async def program() -> object:
     return {"titles": titles, "login": login, "replies": replies, "deleted": gone["deleted"]}
 """
 SAMPLE_BAD = """\
-from large_sdk import tools
+import large_sdk as tools
 
 
 async def program() -> object:

@@ -55,7 +55,7 @@ def test_layout() -> None:
     assert "  run(args: { command: string; [key: string]: unknown }): Promise<JsonValue>;" in text
     assert '/** Send an e-mail. Quotes """ and \\ and *\\/ must survive. */' in text
     assert "  /**\n   * Read a text file.\n   *\n   * Lines are numbered from 1.\n" in text
-    assert "   * @param args.path Absolute path.\n" in text
+    assert "   * path: Absolute path.\n" in text
     assert '  "reply-to"?: string | null;\n' in text
     assert "declare class ToolCallError extends Error {" in text
 

@@ -51,12 +51,12 @@ async def test_tools_run_through_the_pipeline_and_faults_become_tool_errors(
         }  # fmt: skip
         add = manifest["mcp__demo__add"]
         assert add["description"] == "Add two integers."
-        assert add["parameters"]["properties"] == {
-            "a": {"type": "integer"},
-            "b": {"type": "integer"},
+        assert add["parameters"]["properties"] == {  # the server's schema, as given
+            "a": {"title": "A", "type": "integer"},
+            "b": {"title": "B", "type": "integer"},
         }
         assert add["parameters"]["required"] == ["a", "b"]
-        assert add["output"]["properties"]["total"] == {"type": "integer"}
+        assert add["output"]["properties"]["total"] == {"title": "Total", "type": "integer"}
 
         result = await registry.invoke("mcp__demo__add", {"a": 2, "b": 40})
         assert result.to_dict()["value"] == {"total": 42, "terms": [2, 40]}

@@ -106,7 +106,7 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
 
         schema = await client.call_tool("get_tool_schema", {"name": "mcp__demo__add"})
         entry = json.loads(schema.content[0].text)  # type: ignore[union-attr]
-        assert entry["parameters"]["properties"]["a"] == {"type": "integer"}
+        assert entry["parameters"]["properties"]["a"] == {"title": "A", "type": "integer"}
         assert entry["output"]["properties"]["terms"]["items"] == {"type": "integer"}
         unknown = await client.call_tool("get_tool_schema", {"name": "nope"})
         assert unknown.is_error is True

@@ -121,3 +121,67 @@ def values_for(node: Node) -> st.SearchStrategy[Any]:
         return st.fixed_dictionaries(required, optional=optional)
     assert isinstance(node, OneOf)
     return st.one_of([values_for(option) for option in node.options])
+
+
+# Bare JSON Schemas (2020-12) with the keywords real tools use, for the differential test.
+_INTS = st.integers(min_value=-3, max_value=3)
+_COUNTS = st.integers(min_value=0, max_value=3)
+_leaf_schemas: st.SearchStrategy[Any] = st.one_of(
+    st.just({}),
+    st.just(True),
+    st.just(False),
+    st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"]).map(
+        lambda kind: {"type": kind}
+    ),
+    st.lists(
+        st.sampled_from(["string", "integer", "number", "null"]),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    ).map(lambda kinds: {"type": kinds}),
+    st.builds(lambda lo: {"minimum": lo}, _INTS),
+    st.builds(lambda hi: {"exclusiveMaximum": hi}, _INTS),
+    st.builds(lambda step: {"multipleOf": step}, st.integers(min_value=1, max_value=3)),
+    st.builds(lambda n: {"minLength": n}, _COUNTS),
+    st.builds(lambda n: {"maxLength": n}, _COUNTS),
+    st.sampled_from(["^a", "b$", "[0-9]", "^$"]).map(lambda p: {"pattern": p}),
+    st.builds(lambda v: {"const": v}, json_values),
+    st.lists(json_values, min_size=1, max_size=3).map(lambda vs: {"enum": vs}),
+    st.builds(lambda n: {"minItems": n}, _COUNTS),
+    st.builds(lambda n: {"maxProperties": n}, _COUNTS),
+    st.just({"uniqueItems": True}),
+    st.builds(lambda keys: {"required": keys}, st.lists(KEYS, max_size=2, unique=True)),
+    st.builds(lambda a, b: {"dependentRequired": {a: [b]}}, KEYS, KEYS),
+    st.just({"format": "email"}),
+)
+
+
+def _compound(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    props = st.dictionaries(KEYS, inner, max_size=3)
+    return st.one_of(
+        st.builds(lambda p: {"type": "object", "properties": p}, props),
+        st.builds(lambda p, extra: {"properties": p, "additionalProperties": extra}, props, inner),
+        st.builds(lambda p: {"properties": p, "unevaluatedProperties": False}, props),
+        st.builds(lambda p: {"patternProperties": {"^a": p}}, inner),
+        st.builds(lambda p: {"propertyNames": p}, inner),
+        st.builds(lambda i: {"type": "array", "items": i}, inner),
+        st.builds(
+            lambda pre, rest: {"prefixItems": pre, "items": rest},
+            st.lists(inner, min_size=1, max_size=2),
+            inner,
+        ),
+        st.builds(lambda c: {"contains": c}, inner),
+        st.builds(lambda ms: {"anyOf": ms}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda ms: {"oneOf": ms}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda ms: {"allOf": ms}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda n: {"not": n}, inner),
+        st.builds(lambda i, t, e: {"if": i, "then": t, "else": e}, inner, inner, inner),
+        st.builds(
+            lambda a, b: {**a, **b} if isinstance(a, dict) and isinstance(b, dict) else a,
+            inner,
+            inner,
+        ),
+    )
+
+
+json_schemas: st.SearchStrategy[Any] = st.recursive(_leaf_schemas, _compound, max_leaves=6)

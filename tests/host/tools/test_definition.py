@@ -61,23 +61,29 @@ def test_explicit_object_and_bare_json_schema_parameters() -> None:
 
 
 @pytest.mark.parametrize(
-    "changes",
+    ("changes", "message"),
     [
-        {"name": ""},
-        {"name": "has space"},
-        {"name": "x" * 65},
-        {"timeout_ms": 0},
-        {"timeout_ms": True},
-        {"parameters": schema.string()},
-        {"parameters": {"type": "string"}},
-        {"parameters": {"type": "object", "anyOf": []}},
-        {"parameters": 3},
-        {"output": 3},
-        {"output": {"schema": {"type": "frob"}}},
-        {"execute": 3},
+        ({"name": ""}, r"tool name '' must be 1-64 letters, digits, '_' or '-'"),
+        ({"name": "has space"}, r"tool name 'has space' must be 1-64 letters"),
+        ({"name": "x" * 65}, r"tool name 'x{65}' must be 1-64 letters"),
+        ({"timeout_ms": 0}, r"^ok: timeout_ms must be a positive int$"),
+        ({"timeout_ms": True}, r"^ok: timeout_ms must be a positive int$"),
+        ({"parameters": schema.string()}, r"^ok: parameters must be an object schema$"),
+        ({"parameters": {"type": "string"}}, r"^ok: parameters must be an object schema$"),
+        (
+            {"parameters": {"type": "object", "anyOf": []}},
+            r"^ok: parameters: invalid JSON Schema at #/anyOf: \[\] has less than 1 item$",
+        ),
+        ({"parameters": 3}, r"^ok: parameters must be a mapping of nodes or a schema$"),
+        ({"output": 3}, r"^ok: output must be an Output or \{schema, render\?, \.\.\.\}$"),
+        (
+            {"output": {"schema": {"type": "frob"}}},
+            r"^ok: output schema: invalid JSON Schema at #/type: \"frob\" is not valid",
+        ),
+        ({"execute": 3}, r"^ok: execute must be callable$"),
     ],
 )
-def test_malformed_definitions_are_rejected(changes: dict[str, Any]) -> None:
+def test_malformed_definitions_are_rejected(changes: dict[str, Any], message: str) -> None:
     options: dict[str, Any] = {
         "name": "ok",
         "description": "",
@@ -85,7 +91,7 @@ def test_malformed_definitions_are_rejected(changes: dict[str, Any]) -> None:
         "execute": _noop,
         **changes,
     }
-    with pytest.raises(ToolDefinitionError):
+    with pytest.raises(ToolDefinitionError, match=message):
         define_tool(**options)
 
 

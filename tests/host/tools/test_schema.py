@@ -62,23 +62,30 @@ def test_implicit_root_is_open() -> None:
 
 
 @pytest.mark.parametrize(
-    "build",
+    ("build", "message"),
     [
-        lambda: schema.string(enum=[1]),  # type: ignore[list-item]
-        lambda: schema.string(const=1),
-        lambda: schema.integer(enum=[1.5]),  # type: ignore[list-item]
-        lambda: schema.integer(enum=[True]),
-        lambda: schema.number(const=float("nan")),
-        lambda: schema.number(minimum=float("inf")),
-        lambda: schema.boolean(enum=[0]),  # type: ignore[list-item]
-        lambda: schema.string(pattern="("),
-        schema.one_of,
-        lambda: schema.array("string"),  # type: ignore[arg-type]
-        lambda: schema.object({"a": "string"}, additional_properties=True),  # type: ignore[dict-item]
+        (lambda: schema.string(enum=[1]), "a string enum must list strings"),  # type: ignore[list-item]
+        (lambda: schema.string(const=1), "a string const must be a string"),
+        (lambda: schema.integer(enum=[1.5]), "an integer enum must list integers"),  # type: ignore[list-item]
+        (lambda: schema.integer(enum=[True]), "an integer enum must list integers"),
+        (lambda: schema.number(const=float("nan")), "a number const must be a finite number"),
+        (
+            lambda: schema.number(minimum=float("inf")),
+            "number: bounds must be finite numbers, got inf",
+        ),
+        (lambda: schema.number(multiple_of=0), "number: multiple_of must be a number > 0, got 0"),
+        (lambda: schema.boolean(enum=[0]), "a boolean enum must list booleans"),  # type: ignore[list-item]
+        (lambda: schema.string(pattern="("), r"invalid pattern '\(': missing \)"),
+        (schema.one_of, "one_of needs at least one schema node"),
+        (lambda: schema.array("string"), "array items must be a schema node"),  # type: ignore[arg-type]
+        (
+            lambda: schema.object({"a": "string"}, additional_properties=True),  # type: ignore[dict-item]
+            "object property 'a' must map a str to a schema node",
+        ),
     ],
 )
-def test_malformed_nodes_are_rejected(build: Any) -> None:
-    with pytest.raises(SchemaError):
+def test_malformed_nodes_are_rejected(build: Any, message: str) -> None:
+    with pytest.raises(SchemaError, match=message):
         build()
 
 
@@ -105,9 +112,18 @@ def test_json_schema_import_details() -> None:
 
 
 @pytest.mark.parametrize(
-    "source",
-    [{"anyOf": []}, {"$ref": "#/x"}, {"type": "date"}, {"enum": ["a", 1]}, 3],
+    ("source", "message"),
+    [
+        ({"anyOf": []}, r"invalid JSON Schema at #/anyOf: \[\] has less than 1 item"),
+        ({"$ref": "#/x"}, r"at #/\$ref: cannot resolve a \$ref: Pointer '/x' does not exist"),
+        ({"type": "date"}, r"at #/type: \"date\" is not valid under any of the schemas"),
+        (
+            {"properties": {"a": {"pattern": "("}}},
+            r"at #/properties/a/pattern: \"\(\" is not a \"regex\"",
+        ),
+        (3, "a JSON Schema is an object or a boolean, got int"),
+    ],
 )
-def test_unsupported_json_schema_is_rejected(source: Any) -> None:
-    with pytest.raises(SchemaError):
+def test_invalid_json_schema_is_rejected(source: Any, message: str) -> None:
+    with pytest.raises(SchemaError, match=message):
         from_json_schema(source)

@@ -131,3 +131,18 @@ def _deep_list(depth: int) -> list[Any]:
     for _ in range(depth):
         value = [value]
     return value
+
+
+def test_the_compiled_shortcut_keeps_the_dsl_strict() -> None:
+    # jsonschema-rs takes 1.0 as an integer; the DSL does not, and the walk has the last word.
+    node = schema.object({"n": schema.integer(), "s": schema.string()}, additional_properties=False)
+    assert validate(node, {"n": 1}) is None
+    assert validate(node, {"n": 1.0}) == "$.n: expected integer, got number 1.0"
+    assert validate(node, {"n": [1.0][0], "s": "x"}) == "$.n: expected integer, got number 1.0"
+    big = schema.object({"n": schema.integer(maximum=2**53)}, additional_properties=False)
+    assert (
+        validate(big, {"n": 2**53 + 1})
+        == f"$.n: expected integer <= {2**53}, got integer {2**53 + 1}"
+    )
+    nested = schema.array(schema.object({"n": schema.integer()}, additional_properties=True))
+    assert validate(nested, [{"n": 2.0}]) == "$[0].n: expected integer, got number 2.0"
