@@ -72,12 +72,12 @@ def _around(name: str, before: str | None, after: str | None) -> None:
 def _instrument() -> None:
     _around("_spawn", "spawn", None)
     _around("_wait_ready", None, "ready")
-    _around("_cleanup", "cleanup", "cleaned")
+    _around("_conclude", "cleanup", "cleaned")
     _around("_wait_cgroup_empty", None, "gone")
     settle = Run._settle
 
     def settled(self: Run, outcome: Any) -> None:
-        if self.outcome is None:
+        if self.guard.outcome is None:
             _mark("settled")
         settle(self, outcome)
 

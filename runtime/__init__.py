@@ -63,6 +63,11 @@ def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'runtime' has no attribute {name!r}")
     value = getattr(importlib.import_module(_WHERE.get(name, "runtime._contract")), name)
+    if isinstance(value, type) or callable(value):
+        try:
+            value.__module__ = __name__  # tracebacks and reprs name runtime.X
+        except (AttributeError, TypeError):
+            pass
     globals()[name] = value
     return value
 

@@ -22,7 +22,15 @@ import msgspec
 
 from runtime._errors import ToolCallError
 from runtime._json import json_problem
-from runtime._wire import Call, FrameBuffer, HostMessage, Reply, ReplyError, encode_frame
+from runtime._wire import (
+    Call,
+    ChildFailureKind,
+    FrameBuffer,
+    HostMessage,
+    Reply,
+    ReplyError,
+    encode_frame,
+)
 
 __all__ = ("Bridge", "CallStyle", "PendingCall", "make_binding")
 
@@ -54,7 +62,7 @@ class _LoopWaiter:
         self.future: asyncio.Future[Any] = loop.create_future()
 
 
-def _no_reporter(kind: str, message: str) -> NoReturn:
+def _no_reporter(kind: ChildFailureKind, message: str) -> NoReturn:
     os._exit(70)
 
 
@@ -82,7 +90,7 @@ class Bridge:
         self._loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         self._wake = threading.local()  # a plain-calling thread's eventfd
         #: Reports a run failure and leaves (a call whose arguments are not lossless JSON).
-        self.fail: Callable[[str, str], NoReturn] = _no_reporter
+        self.fail: Callable[[ChildFailureKind, str], NoReturn] = _no_reporter
 
     # ---- before the program: blocking reads of the host's frames --------------------------
 
@@ -136,12 +144,15 @@ class Bridge:
             problem = f"checking them raised {type(exc).__name__}"
         if problem is not None:
             self.fail(
-                "invalid_completion", f"the arguments of binding {name} are not lossless JSON: {problem}"
+                "invalid_completion",
+                f"the arguments of binding {name} are not lossless JSON: {problem}",
             )
         try:
             raw = msgspec.json.encode(args)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-            self.fail("invalid_completion", f"the arguments of binding {name} cannot be sent: {exc}")
+            self.fail(
+                "invalid_completion", f"the arguments of binding {name} cannot be sent: {exc}"
+            )
         with self._write_lock:  # ids go out in increasing order: the host checks that
             self._next_id += 1
             call_id = self._next_id

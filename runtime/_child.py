@@ -57,7 +57,7 @@ from runtime._program import (
 from runtime._report import CountingFile, Reporter
 from runtime._wire import Compiled, Prepare, Ready, Start
 
-__all__ = ("ChildSetup", "child_main")
+__all__ = ("ChildSetup", "Prepared", "child_main", "run_child")
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -295,10 +295,20 @@ def _streams() -> None:
     sys.argv = [FILENAME]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A child set up and its program received: what ``run_child`` runs."""
+
+    code: types.CodeType
+    namespace: dict[str, Any]
+    bridge: Bridge
+    reporter: Reporter
+
+
 def child_main(
     ctl_in: int, ctl_out: int, log_w: int, parent: int, setup: ChildSetup, join: list[int]
-) -> None:
-    """Run one program in this freshly forked process; never returns.
+) -> Prepared:
+    """Set this freshly forked process up and wait for its program; exits if it cannot.
 
     ``join`` are ``cgroup.procs`` files (open for writing) of the run's cgroups.
 
@@ -325,6 +335,7 @@ def child_main(
             _die_with(parent)  # cleared by the change of ids
         _streams()
         install_helpers(builtins)
+        builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's
         if prepare.warm_up:
             _warm_up(bridge)
         data_base = _data_bytes()  # what the program's inputs and code take counts as heap
@@ -357,7 +368,7 @@ def child_main(
             2, f"dsh-code child set-up failed: {exc!r} {getattr(exc, 'strerror', '')}\n".encode()
         )
         os._exit(70)
-    _run(code, namespace, bridge, reporter)
+    return Prepared(code, namespace, bridge, reporter)
 
 
 def _program_module(start: Start, bridge: Bridge) -> dict[str, Any]:
@@ -365,7 +376,6 @@ def _program_module(start: Start, bridge: Bridge) -> dict[str, Any]:
     module = types.ModuleType("__main__")
     namespace = module.__dict__
     namespace.update(__file__=FILENAME, __builtins__=builtins, __cached__=None)
-    namespace["ToolCallError"] = ToolCallError
     namespace.update(start.inputs)
     _install_bindings(namespace, start.bindings, bridge, start.call_style)
     if start.policy == "restricted":
@@ -373,6 +383,7 @@ def _program_module(start: Start, bridge: Bridge) -> dict[str, Any]:
 
         namespace.update(restricted_globals())  # last: no input may shadow a guard hook
         install_helpers(namespace["__builtins__"])
+        namespace["__builtins__"]["ToolCallError"] = ToolCallError
     sys.modules["__main__"] = module
     return namespace
 
@@ -431,8 +442,10 @@ def _allow_nested_asyncio_run() -> None:
     asyncio.run = asyncio.runners.run = run
 
 
-def _run(code: types.CodeType, namespace: dict[str, Any], bridge: Bridge, reporter: Reporter) -> None:
-    bridge.start()
+def run_child(prepared: Prepared) -> None:
+    """Run the program, report, leave; never returns. Called from the bottom of the stack."""
+    code, namespace, reporter = prepared.code, prepared.namespace, prepared.reporter
+    prepared.bridge.start()
     try:
         if is_async(code):
             _allow_nested_asyncio_run()
@@ -443,5 +456,5 @@ def _run(code: types.CodeType, namespace: dict[str, Any], bridge: Bridge, report
             value = run_sync(code, namespace)
     except BaseException as exc:
         reporter.exception(exc)
-        return
     reporter.result(value)
+    os._exit(70)  # not reached: a report leaves

@@ -255,7 +255,12 @@ def reveal_paths(paths: list[str], uid: int, gid: int) -> list[str]:
                     else:
                         os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
                     moved = _libc.syscall(
-                        _SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH
+                        _SYS_MOVE_MOUNT,
+                        fd,
+                        b"",
+                        _AT_FDCWD,
+                        target.encode(),
+                        _MOVE_MOUNT_F_EMPTY_PATH,
                     )
                     if moved != 0:
                         raise _error(f"move_mount onto {target}")

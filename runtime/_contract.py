@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
 import typing
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec

@@ -84,7 +84,9 @@ def join_new_session_keyring() -> None:
     """Leave the host's session keyring for a new, empty, anonymous one."""
     number = _SYS_KEYCTL.get(os.uname().machine)
     if number is not None:
-        _libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None)  # best effort: seccomp denies keyctl later
+        _libc.syscall(
+            number, _KEYCTL_JOIN_SESSION_KEYRING, None
+        )  # best effort: seccomp denies keyctl later
 
 
 class _SockFprog(ctypes.Structure):
@@ -128,7 +130,9 @@ def start_cpu_timer(budget_ns: int) -> None:
     if _libc.timer_create(_CLOCK_PROCESS_CPUTIME_ID, ctypes.byref(event), ctypes.byref(timer)):
         raise _error("timer_create")
     deadline = time_ns_cpu() + budget_ns
-    spec = _ItimerSpec(_Timespec(0, 0), _Timespec(deadline // 1_000_000_000, deadline % 1_000_000_000))
+    spec = _ItimerSpec(
+        _Timespec(0, 0), _Timespec(deadline // 1_000_000_000, deadline % 1_000_000_000)
+    )
     if _libc.timer_settime(timer, _TIMER_ABSTIME, ctypes.byref(spec), None):
         raise _error("timer_settime")
 

@@ -57,7 +57,7 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
-class ProgramReturn(BaseException):  # noqa: N818 - it is a return, not an error
+class ProgramReturn(BaseException):
     """Raised by a top-level ``return``; carries the program's result."""
 
     def __init__(self, value: Any = None) -> None:
@@ -219,7 +219,7 @@ class _TopLevelReturns(ast.NodeTransformer):
             node.handlers.insert(0, ast.copy_location(guard, node))
         return node
 
-    visit_TryStar = visit_Try
+    visit_TryStar = visit_Try  # type: ignore[assignment]
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> ast.AST:
         if self._body_returns(node, ("body",)):
@@ -231,12 +231,13 @@ class _TopLevelReturns(ast.NodeTransformer):
                 item.context_expr = ast.copy_location(call, item.context_expr)
         return node
 
-    visit_AsyncWith = visit_With  # type: ignore[assignment]
+    visit_AsyncWith = visit_With
 
 
 def _rewrite(tree: ast.Module) -> ast.Module:
     """Top-level returns raise ``ProgramReturn``; a trailing bare expression is recorded."""
     tree = _TopLevelReturns().visit(tree)
+    assert isinstance(tree, ast.Module)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         call = ast.Call(func=ast.Name(LAST_NAME, ast.Load()), args=[last.value], keywords=[])
@@ -276,9 +277,10 @@ def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return compile(
+            code: types.CodeType = compile(
                 tree, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
             )
+            return code
     except SyntaxError as exc:
         raise _rejected(exc) from None
     except (ValueError, MemoryError, RecursionError) as exc:

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -116,7 +116,7 @@ class Reporter:
         json_problem(value, max_bytes=1 << 20)
         _encoder.encode(Done(has_value=True, value=msgspec.Raw(_encoder.encode(value))))
 
-    def _linger(self) -> None:
+    def _linger(self) -> NoReturn:
         """After the report: leave, or wait to be killed so the host finds every descendant
         under us.
 
@@ -165,20 +165,19 @@ class Reporter:
         exception_type: str | None = None,
         tb: str | None = None,
         lineno: int | None = None,
-    ) -> None:
+    ) -> NoReturn:
         """Report a failure and leave. Every byte of it (type, message, traceback) counts
         against the output cap: past it, the failure is an ``output_limit`` of fixed size."""
         self.flush()
         size = len(message) + len(tb or "") + len(exception_type or "")
-        if size > self._remaining():
-            if kind != "output_limit":
-                what = f"raised {exception_type}" if exception_type else f"failed ({kind})"
-                message = (
-                    f"the program {what}, and the report ({size} characters) would pass "
-                    f"max_output_bytes ({self.max_output}) after {CountingFile.written} "
-                    "bytes of logs"
-                )
-                kind, exception_type, tb = "output_limit", None, None
+        if size > self._remaining() and kind != "output_limit":
+            what = f"raised {exception_type}" if exception_type else f"failed ({kind})"
+            message = (
+                f"the program {what}, and the report ({size} characters) would pass "
+                f"max_output_bytes ({self.max_output}) after {CountingFile.written} "
+                "bytes of logs"
+            )
+            kind, exception_type, tb = "output_limit", None, None
         if len(message) > _MAX_MESSAGE:
             message = message[: _MAX_MESSAGE - 20] + "… [truncated]"
         if tb is not None and len(tb) > _MAX_MESSAGE:
@@ -194,7 +193,7 @@ class Reporter:
         )
         self._linger()
 
-    def exception(self, exc: BaseException) -> None:
+    def exception(self, exc: BaseException) -> NoReturn:
         """Report what the program raised, in the program's own line numbers."""
         if isinstance(exc, MemoryError):
             self.fail("memory", "MemoryError: the program passed the heap cap (max_heap_mb)")
@@ -208,7 +207,7 @@ class Reporter:
             text, lineno = f"{name}: <the exception could not be formatted>", None
         self.fail("exception", text, exception_type=name, tb=text, lineno=lineno)
 
-    def result(self, value: Any) -> None:
+    def result(self, value: Any) -> NoReturn:
         """Report the program's result: lossless JSON within the output cap, in O(cap)."""
         if value is ABSENT:
             self.flush()
@@ -230,7 +229,7 @@ class Reporter:
         self._send(Done(has_value=True, value=msgspec.Raw(raw)))
         self._linger()
 
-    def _too_large(self, room: int) -> None:
+    def _too_large(self, room: int) -> NoReturn:
         self.fail(
             "output_limit",
             f"the result's JSON would pass max_output_bytes ({self.max_output}): "

@@ -15,16 +15,57 @@ import os
 __all__ = ("DENIED", "build_filter")
 
 #: Syscalls a program has no business making (EPERM).
-DENIED = (
-    "acct add_key bpf delete_module fanotify_init finit_module fsconfig fsmount fsopen fspick "
-    "init_module io_uring_enter io_uring_register io_uring_setup ioperm iopl kexec_file_load "
-    "kexec_load keyctl lookup_dcookie mount mount_setattr move_mount name_to_handle_at "
-    "nfsservctl open_by_handle_at open_tree perf_event_open pivot_root quotactl quotactl_fd "
-    "reboot request_key setns settimeofday clock_settime clock_adjtime adjtimex stime swapoff "
-    "swapon syslog umount umount2 unshare userfaultfd vhangup"
-).split()
+DENIED = [
+    "acct",
+    "add_key",
+    "bpf",
+    "delete_module",
+    "fanotify_init",
+    "finit_module",
+    "fsconfig",
+    "fsmount",
+    "fsopen",
+    "fspick",
+    "init_module",
+    "io_uring_enter",
+    "io_uring_register",
+    "io_uring_setup",
+    "ioperm",
+    "iopl",
+    "kexec_file_load",
+    "kexec_load",
+    "keyctl",
+    "lookup_dcookie",
+    "mount",
+    "mount_setattr",
+    "move_mount",
+    "name_to_handle_at",
+    "nfsservctl",
+    "open_by_handle_at",
+    "open_tree",
+    "perf_event_open",
+    "pivot_root",
+    "quotactl",
+    "quotactl_fd",
+    "reboot",
+    "request_key",
+    "setns",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "stime",
+    "swapoff",
+    "swapon",
+    "syslog",
+    "umount",
+    "umount2",
+    "unshare",
+    "userfaultfd",
+    "vhangup",
+]
 #: SysV IPC and POSIX message queues, denied where the run has no IPC namespace of its own.
-IPC = "shmget msgget semget mq_open".split()
+IPC = ["shmget", "msgget", "semget", "mq_open"]
 _CLONE_NAMESPACES = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP

@@ -23,8 +23,9 @@ import socket
 import struct
 import sys
 import time
+from typing import Any
 
-from runtime._child import ChildSetup, child_main  # imported once: every fork starts warm
+from runtime._child import ChildSetup, child_main, run_child  # imported once: forks start warm
 from runtime._contain import (
     enter_namespaces,
     hide_cgroups,
@@ -60,13 +61,21 @@ _WARM = (
     "typing",
 )
 
-__all__ = ("main",)
+__all__ = ("main", "run_child")
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _INT = struct.Struct("!i")
 _FDS_PER_RUN = 4
 _MAX_JOIN = 3
+
+
+class _Forked(BaseException):  # a way out of the template's loop, not an error
+    """Raised in a freshly forked child: the arguments of ``child_main``."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__()
+        self.args = args
 
 
 class _Template:
@@ -81,11 +90,9 @@ class _Template:
         ctl_in, ctl_out, log_w, status_w, *join = fds
         pid = os.fork()
         if pid == 0:
-            try:
-                self.sock.close()
-                child_main(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join)
-            finally:
-                os._exit(71)
+            # Leave the template's frames first: the program's first frame is then as near
+            # the bottom of the stack as a script's (the boot line calls run_child).
+            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join)
         for fd in (ctl_in, ctl_out, log_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
@@ -227,12 +234,24 @@ def _settle(requested: str, run_uid: int | None) -> tuple[ChildSetup, dict[str, 
     return setup, facts
 
 
-def main(sock_fd: int, requested: str = "process", run_uid: int | None = None) -> None:
+def main(sock_fd: int, requested: str = "process", run_uid: int | None = None) -> Any:
     """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF.
 
     ``requested`` is "process", "namespaces" or "auto"; ``run_uid`` the uid programs run as
     on a root host (None: root itself, without capabilities). READY says what we settled on.
+    Returns only in a forked child: the program to run (pass it to ``run_child``).
     """
+    try:
+        _serve(sock_fd, requested, run_uid)
+    except _Forked as forked:
+        try:
+            return child_main(*forked.args)
+        except BaseException:
+            os._exit(71)
+    os._exit(0)
+
+
+def _serve(sock_fd: int, requested: str, run_uid: int | None) -> None:
     for name in _WARM:
         __import__(name)
     compile_program("1")  # warms the compiler's own caches
@@ -292,8 +311,10 @@ def main(sock_fd: int, requested: str = "process", run_uid: int | None = None) -
 
 
 if __name__ == "__main__":
-    main(
-        int(sys.argv[1]),
-        sys.argv[2] if len(sys.argv) > 2 else "process",
-        int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None,
+    run_child(
+        main(
+            int(sys.argv[1]),
+            sys.argv[2] if len(sys.argv) > 2 else "process",
+            int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None,
+        )
     )

@@ -12,6 +12,7 @@ from host.codemode._codemode import (
     SdkSection,
 )
 from host.codemode._scheduler import SubCallScheduler
+from runtime.lowlevel import fixup_module_metadata
 
 __all__ = (
     "DISPATCH_EVENT",
@@ -24,5 +25,4 @@ __all__ = (
     "SubCallScheduler",
 )
 
-for _name in ("CodeMode", "CodeModeConfig", "CodeRunFailed", "SdkSection", "SubCallScheduler"):
-    globals()[_name].__module__ = "host.codemode"
+fixup_module_metadata(__name__, globals())

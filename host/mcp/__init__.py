@@ -6,7 +6,7 @@ Importing this package is light: ``mcp`` and ``fastmcp`` are imported when first
 
 from __future__ import annotations
 
-import contextlib as _contextlib
+from runtime.lowlevel import fixup_module_metadata
 
 from ._client import (
     McpConfigError,
@@ -42,9 +42,4 @@ __all__ = (
     "tool_name",
 )
 
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) or callable(_obj):
-        with _contextlib.suppress(AttributeError, TypeError):
-            _obj.__module__ = __name__
-del _name, _obj, _contextlib
+fixup_module_metadata(__name__, globals())

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from host.sandbox._runtime import SubprocessRuntime
+from host.sandbox._template import TemplateStartError
+from runtime.lowlevel import fixup_module_metadata
 
-__all__ = ("SubprocessRuntime",)
+__all__ = ("SubprocessRuntime", "TemplateStartError")
 
-SubprocessRuntime.__module__ = "host.sandbox"
+fixup_module_metadata(__name__, globals())

@@ -19,9 +19,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from runtime._contract import Binding
-from runtime._json import json_problem
-from runtime._wire import Call, Reply, ReplyError, encode_frame
+from runtime import Binding
+from runtime.lowlevel import Call, Reply, ReplyError, encode_frame, json_problem
 
 __all__ = ("CallServer", "QueuedCall")
 
@@ -85,7 +84,10 @@ class CallServer:
         binding = self._bindings.get(call.name)
         if binding is None:  # answered on the spot: a forged name costs no task, no memory
             reply = ReplyError(
-                id=call.id, tool=call.name, message=f"no binding named {call.name!r}", code="UNKNOWN_TOOL"
+                id=call.id,
+                tool=call.name,
+                message=f"no binding named {call.name!r}",
+                code="UNKNOWN_TOOL",
             )
             self._send_nowait(encode_frame(reply))
             return

@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from runtime._procs import process_cpu_ns
+from runtime.lowlevel import process_cpu_ns
 
 __all__ = ("CgroupSet", "RunCgroup", "parse_hierarchies", "runtime_prefix")
 
@@ -319,7 +319,9 @@ class RunCgroup:
                     _write(path, str(limit))
             # v1 counts socket buffers apart, and only once a limit is set: bound them too
             with contextlib.suppress(OSError):
-                _write(self.paths["memory"] + "/memory.kmem.tcp.limit_in_bytes", str(_tcp_limit(limit)))
+                _write(
+                    self.paths["memory"] + "/memory.kmem.tcp.limit_in_bytes", str(_tcp_limit(limit))
+                )
         elif os.path.exists(self.paths.get("unified", "") + "/memory.max"):
             _write(self.paths["unified"] + "/memory.max", str(limit))
             with contextlib.suppress(OSError):

@@ -2,7 +2,7 @@
 
 Work is linear in the bytes (a line is split once, when its newline arrives), the text kept
 never passes ``max_output_bytes``, and the lines kept never pass ``max_lines`` (each one is
-a Python object on the host: a flood of empty lines would cost the host ~50× its bytes).
+a Python object on the host: a flood of empty lines would cost the host ~50 times its bytes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ _log = logging.getLogger("host.sandbox")
 class LogIntake:
     """Lines of a run's logs, in order; ``over`` once the output cap or line cap is passed."""
 
-    def __init__(self, max_bytes: int, max_lines: int, on_log: Callable[[str], None] | None) -> None:
+    def __init__(
+        self, max_bytes: int, max_lines: int, on_log: Callable[[str], None] | None
+    ) -> None:
         self.max_bytes = max_bytes
         self.max_lines = max_lines
         self.lines: list[str] = []
@@ -34,7 +36,9 @@ class LogIntake:
         room = self.max_bytes - self.bytes
         if len(data) > room:
             data = data[: max(room, 0)]
-            self.over = f"the logs passed max_output_bytes ({self.max_bytes}); they are kept up to the cap"
+            self.over = (
+                f"the logs passed max_output_bytes ({self.max_bytes}); they are kept up to the cap"
+            )
         self.bytes += len(data)
         start = 0
         while True:

@@ -28,10 +28,8 @@ from host.sandbox._fdio import FrameWriter, close_fd
 from host.sandbox._logs import LogIntake
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard, Watchdog
-from runtime._contract import RunError, RunRequest, RunResult, RunStats
-from runtime._json import json_problem
-from runtime._procs import kill_tree, tree_cpu_ns
-from runtime._wire import (
+from runtime import RunError, RunRequest, RunResult, RunStats
+from runtime.lowlevel import (
     CHILD_FAILURES,
     Call,
     ChildMessage,
@@ -42,6 +40,9 @@ from runtime._wire import (
     Ready,
     Start,
     encode_frame,
+    json_problem,
+    kill_tree,
+    tree_cpu_ns,
 )
 
 __all__ = ("Run", "RunOptions", "default_workdir_root")

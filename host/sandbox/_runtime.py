@@ -17,11 +17,16 @@ from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import sweep_stale
-from runtime._contain import searchable_by
-from runtime._contract import RunError, RunRequest, RunResult, RunStats
-from runtime._errors import RuntimeClosedError, RuntimeEnvironmentError, RuntimeUsageError
-from runtime._json import json_problem
-from runtime._program import Policy, ProgramRejected, compile_program
+from runtime import (
+    RunError,
+    RunRequest,
+    RunResult,
+    RunStats,
+    RuntimeClosedError,
+    RuntimeEnvironmentError,
+    RuntimeUsageError,
+)
+from runtime.lowlevel import Policy, ProgramRejected, compile_program, json_problem, searchable_by
 
 __all__ = ("SubprocessRuntime",)
 
@@ -106,7 +111,9 @@ class SubprocessRuntime:
             raise ValueError(
                 f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}"
             )
-        if run_as_uid is not None and (type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1):
+        if run_as_uid is not None and (
+            type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1
+        ):
             raise ValueError(f"run_as_uid must be a uid (an int from 0), got {run_as_uid!r}")
         self._requested_isolation = isolation
         self._use_cgroups = use_cgroups
@@ -174,7 +181,11 @@ class SubprocessRuntime:
         (None: the host's own, without capabilities)."""
         if self._template is None:
             return {}
-        return {k: v for k, v in self._template.facts.items() if k not in ("isolation", "why_not_namespaces")}
+        return {
+            k: v
+            for k, v in self._template.facts.items()
+            if k not in ("isolation", "why_not_namespaces")
+        }
 
     async def start(self) -> None:
         """Start the template now (else the first run does); settles ``isolation``."""

@@ -9,8 +9,7 @@ from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
 from host.sandbox._workdir import make_workdir, remove_tree
-from runtime._procs import ProcStat, kill_tree
-from runtime._wire import Prepare, encode_frame
+from runtime.lowlevel import Prepare, ProcStat, encode_frame, kill_tree
 
 __all__ = ("ChildSlot",)
 

@@ -13,16 +13,16 @@ from typing import Any
 import anyio
 
 from host.sandbox._fdio import close_fd
-from runtime._errors import RuntimeEnvironmentError
-from runtime._procs import ProcStat, descendants, is_stopped
+from runtime import RuntimeEnvironmentError
+from runtime.lowlevel import ProcStat, descendants, is_stopped
 
 __all__ = ("TemplateProcess", "TemplateStartError")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from runtime._template import main; "
-    "main(int(sys.argv[2]), sys.argv[3], None if sys.argv[4] == '-' else int(sys.argv[4]))"
+    "from runtime._template import main, run_child; "
+    "run_child(main(int(sys.argv[2]), sys.argv[3], None if sys.argv[4] == '-' else int(sys.argv[4])))"
 )
 
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime._contract import RunError
+from runtime import RunError
 
 __all__ = ("Guard", "Watchdog")
 
@@ -151,7 +151,8 @@ class Watchdog:
             with self._cond:
                 while not self._stopping:
                     while self._heap and (
-                        self._heap[0][2] not in self._live or self._heap[0][1] != self._heap[0][2].look_id
+                        self._heap[0][2] not in self._live
+                        or self._heap[0][1] != self._heap[0][2].look_id
                     ):
                         heapq.heappop(self._heap)
                     if not self._heap:

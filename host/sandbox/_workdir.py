@@ -42,7 +42,9 @@ def _clear_flags(fd: int) -> None:
         fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf)
         flags = struct.unpack("=q", buf)[0]
         if flags & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
-            fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("=q", flags & ~(_FS_IMMUTABLE_FL | _FS_APPEND_FL)))
+            fcntl.ioctl(
+                fd, _FS_IOC_SETFLAGS, struct.pack("=q", flags & ~(_FS_IMMUTABLE_FL | _FS_APPEND_FL))
+            )
     except OSError:
         pass
 

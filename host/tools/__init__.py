@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib as _contextlib
+from runtime.lowlevel import fixup_module_metadata
 
 from ._batch import ToolCallRequest, is_concurrency_safe, run_tool_calls
 from ._call import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
@@ -139,9 +139,4 @@ __all__ = (
     "validate",
 )
 
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) or callable(_obj):
-        with _contextlib.suppress(AttributeError, TypeError):
-            _obj.__module__ = __name__
-del _name, _obj, _contextlib
+fixup_module_metadata(__name__, globals())

@@ -67,8 +67,8 @@ def test_a_return_inside_try_is_not_caught_by_a_bare_except_and_runs_finally() -
     source = (
         "log = []\n"
         "try:\n"
-        "    try:\n        return log\n    except:\n        log.append('caught')\n"
-        "    except BaseException:\n        log.append('caught too')\n"
+        "    try:\n        return log\n    except BaseException:\n        log.append('caught')\n"
+        "except:\n    log.append('caught too')\n"
         "finally:\n    log.append('finally')\n"
     )
     assert _run(source) == ["finally"]
@@ -137,7 +137,10 @@ def test_parse_failures_name_the_program_line_and_kind(
 
 
 def test_from_future_and_a_bom_are_accepted() -> None:
-    assert _run("\ufefffrom __future__ import annotations\ndef f(x: Undefined) -> 1: return x\nf(2)") == 2
+    assert (
+        _run("\ufefffrom __future__ import annotations\ndef f(x: Undefined) -> 1: return x\nf(2)")
+        == 2
+    )
 
 
 def test_yield_inside_a_nested_function_is_fine() -> None:
