@@ -43,20 +43,26 @@ class Diagnostic:
 
 
 def check_program(
-    program: str, manifest: Manifest, *, inputs: Iterable[str] = (), timeout: float = 30.0
+    program: str,
+    manifest: Manifest,
+    *,
+    inputs: Iterable[str] = (),
+    timeout: float = 30.0,
+    call_style: str = "async",
 ) -> list[Diagnostic]:
     """Type-check a program (the body of an async function) against the manifest's SDK.
 
     Runs the `ty` checker (package `ty`; install with `pip install 'dsh-code[check]'`) on
     the program wrapped as `async def` after importing `tools`, `ToolCallError` and the SDK
     types, plus the run's input globals named in inputs (typed `Any`); returns its
-    diagnostics in the program's own line and column numbers, sorted. Raises
+    diagnostics in the program's own line and column numbers, sorted. ``call_style``
+    "sync" checks plain (not awaited) calls. Raises
     CheckerNotFound when `ty` is missing, CheckerFailed when it crashes or runs past
     timeout seconds, ManifestError for an unreadable manifest.
     """
     checker = find_checker()
     built = build_sdk(manifest)
-    sdk = emit_python(built)
+    sdk = emit_python(built, call_style)
     wrapped, indent = wrap_program(program, [t.name for t in built.types])
     names = sorted({name for name in inputs if is_py_name(name) and name not in _TAKEN})
     declared = "".join(f"{name}: Any\n" for name in names)

@@ -35,8 +35,9 @@ class ToolCallError(Exception):
 _PRIMS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "none": "None"}
 
 
-def emit_python(sdk: Sdk) -> str:
-    """Return the Python stub text for sdk: the stub of a module `tools`, compact."""
+def emit_python(sdk: Sdk, call_style: str = "async") -> str:
+    """Return the Python stub text for sdk: the stub of a module `tools`, compact; its
+    functions are `async def` (awaited calls) or `def` (plain calls, `call_style="sync"`)."""
     parts = []
     if sdk.shared_docs:
         parts.append("# Parameters documented once for every tool below:\n")
@@ -47,7 +48,7 @@ def emit_python(sdk: Sdk) -> str:
             parts.append(_object(definition, shadowing))
         else:
             parts.append(_alias(definition))
-    parts.append(_tools(sdk.tools))
+    parts.append(_tools(sdk.tools, "def" if call_style == "sync" else "async def"))
     body = "".join(parts)
     used = [name for name in _TYPING if re.search(rf"\b{name}\b", body)]
     imports = f"from typing import {', '.join(sorted([*used, 'TypeAlias']))}"
@@ -145,10 +146,10 @@ def _alias(definition: AliasDef) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tools(tools: tuple[ToolDef, ...]) -> str:
+def _tools(tools: tuple[ToolDef, ...], keyword: str) -> str:
     lines = []
     for tool in tools:
-        head = f"async def {tool.py_name}({_signature(tool)}) -> {py_type(tool.returns)}:"
+        head = f"{keyword} {tool.py_name}({_signature(tool)}) -> {py_type(tool.returns)}:"
         doc = _tool_doc(tool)
         lines.append(f"{head}\n{docstring(doc, '    ', compact=True)}" if doc else f"{head} ...")
     return "\n".join(lines) + "\n" if lines else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Literal
 
 from sdkgen._ir import build_sdk
 from sdkgen._manifest import Manifest, read_manifest
@@ -10,18 +11,27 @@ from sdkgen._names import python_tool_names
 from sdkgen._python import emit_python
 from sdkgen._typescript import emit_typescript
 
+CallStyle = Literal["async", "sync"]
 
-def python_sdk(manifest: Manifest) -> str:
+
+def _style(call_style: str) -> CallStyle:
+    if call_style not in ("async", "sync"):
+        raise ValueError(f"call_style must be 'async' or 'sync', not {call_style!r}")
+    return call_style  # type: ignore[return-value]
+
+
+def python_sdk(manifest: Manifest, *, call_style: CallStyle = "async") -> str:
     """Return the Python SDK text (a `.pyi`-style stub) for the tools in manifest.
 
     manifest is a list of tools, each `{name, description?, parameters, output?}`
     (host.tools) or `{name, description?, inputSchema, outputSchema?}` (MCP), or a
     mapping with such a `tools` list. The text is the stub of a module `tools`: one
-    `async def <escaped name>(*, ...)` per tool, sorted by name, plus TypedDicts, aliases,
-    `JsonValue` and `ToolCallError`; the same tools give the same bytes. Raises
-    ManifestError for an unreadable manifest.
+    `async def <escaped name>(*, ...)` per tool (`def` with `call_style="sync"`: plain,
+    blocking calls), sorted by name, plus TypedDicts, aliases, `JsonValue` and
+    `ToolCallError`; the same tools give the same bytes. Raises ManifestError for an
+    unreadable manifest, ValueError for an unknown call style.
     """
-    return emit_python(build_sdk(manifest))
+    return emit_python(build_sdk(manifest), _style(call_style))
 
 
 def typescript_sdk(manifest: Manifest) -> str:

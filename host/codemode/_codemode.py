@@ -45,6 +45,7 @@ __all__ = (
     "DISPATCH_EVENT",
     "DISPATCH_START_EVENT",
     "INSTRUCTIONS",
+    "SYNC_INSTRUCTIONS",
     "CodeMode",
     "CodeModeConfig",
     "CodeRunFailed",
@@ -56,16 +57,27 @@ DISPATCH_EVENT = "tool/code-dispatch"
 
 INSTRUCTIONS = """\
 To call tools, write one Python program and pass it to `run_code` as `code`.
-The program is the body of an async function: use top-level `await`, and `return` a
-JSON value (dict, list, str, int, float, bool, None) as the result; `print` for logs.
-Call tools as `await tools.<name>(arg=value, ...)` with keyword arguments, as declared
-below. Independent calls can run together: `await asyncio.gather(tools.a(...), tools.b(...))`
-(`import asyncio` first). A failed call raises `ToolCallError` (`.tool`, `.message`,
-`.code`); catch it to recover. Only the logs and the returned value come back to you."""
+The program runs as a Python script (`__name__ == "__main__"`); top-level `await` works,
+and a top-level `return` gives its result: a JSON value (dict, list, str, int, float, bool,
+None); `print` for logs. Call tools as `await tools.<name>(arg=value, ...)` with keyword
+arguments, as declared below. Independent calls can run together:
+`await asyncio.gather(tools.a(...), tools.b(...))` (`import asyncio` first). A failed call
+raises `ToolCallError` (`.tool`, `.message`, `.code`); catch it to recover. Only the logs
+and the returned value come back to you."""
+
+#: The instructions when the program calls tools plainly (``call_style="sync"``).
+SYNC_INSTRUCTIONS = """\
+To call tools, write one Python program and pass it to `run_code` as `code`.
+The program runs as a Python script (`__name__ == "__main__"`); a top-level `return` gives
+its result: a JSON value (dict, list, str, int, float, bool, None); `print` for logs. Call
+tools as plain functions, `tools.<name>(arg=value, ...)`, with keyword arguments, as
+declared below (no `await`: each call returns its result; calls from threads run
+together). A failed call raises `ToolCallError` (`.tool`, `.message`, `.code`); catch it to
+recover. Only the logs and the returned value come back to you."""
 
 RUN_CODE_DESCRIPTION = (
-    "Run a Python program that calls the tools described in the tools SDK section "
-    "(`await tools.<name>(...)`), in a fresh sandboxed process. Returns {logs, result?}."
+    "Run a Python program that calls the tools described in the tools SDK section, in a "
+    "fresh sandboxed process. Returns {logs, result?}."
 )
 
 
@@ -83,6 +95,9 @@ class CodeModeConfig(msgspec.Struct, frozen=True, kw_only=True):
     limits: Limits = msgspec.field(default_factory=Limits)
     """The runtime limits; ``max_parallel_sub_calls`` bounds overlapping safe calls."""
     policy: Literal["python", "restricted"] = "python"
+    call_style: Literal["async", "sync"] = "async"
+    """How programs call tools: ``await tools.x(...)`` or plain ``tools.x(...)``; the SDK
+    section and its stubs say which."""
     max_tool_calls: int = 1_000
     """Tool calls one run may make; the next raises ``ToolCallError`` (code ``DENIED``)."""
     preflight_check: bool = False
@@ -222,7 +237,10 @@ class CodeMode:
     def sdk(self, scope: Scope | None = None) -> SdkSection:
         """The SDK section for ``scope``'s visible tools: deterministic, byte-identical."""
         view = self._view(scope)
-        text = INSTRUCTIONS + "\n\n```python\n" + sdkgen.python_sdk(view.manifest) + "```\n"
+        style = self.config.call_style
+        instructions = SYNC_INSTRUCTIONS if style == "sync" else INSTRUCTIONS
+        stubs = sdkgen.python_sdk(view.manifest, call_style=style)
+        text = instructions + "\n\n```python\n" + stubs + "```\n"
         return SdkSection(text=text, sha256=sdkgen.sdk_hash(text), names=dict(view.names))
 
     def model_tools(
@@ -312,6 +330,7 @@ class CodeMode:
                     bindings=bindings,
                     limits=self.config.limits,
                     policy=self.config.policy,
+                    call_style=self.config.call_style,
                     on_log=on_log,
                     on_progress=on_progress,
                     abort=signal,
@@ -326,7 +345,9 @@ class CodeMode:
     def _preflight(self, code: str, scope: Scope | None) -> RunResult | None:
         from runtime import RunError
 
-        diagnostics = sdkgen.check_program(code, self._view(scope).manifest)
+        diagnostics = sdkgen.check_program(
+            code, self._view(scope).manifest, call_style=self.config.call_style
+        )
         errors = [d for d in diagnostics if d.severity == "error"]
         if not errors:
             return None
@@ -349,7 +370,7 @@ class CodeMode:
         view = self._view(scope)
         names, optional_non_null = view.names, view.optional_non_null
         scheduler = SubCallScheduler(self.config.limits.max_parallel_sub_calls)
-        budget = {"left": self.config.max_tool_calls}
+        calls_left = [self.config.max_tool_calls]  # shared by every binding of this run
         actual_scope = scope or self.registry.root
 
         def make(tool: str) -> Any:
@@ -360,20 +381,20 @@ class CodeMode:
                     # The SDK writes optional parameters as `p: T | None = None`; an explicit
                     # None there means "not given", unless the parameter itself takes null.
                     args = {k: v for k, v in args.items() if not (v is None and k in droppable)}
-                if budget["left"] <= 0:
+                if calls_left[0] <= 0:
                     raise ToolCallError(
                         tool,
                         f"this run already made {self.config.max_tool_calls} tool calls "
                         "(max_tool_calls); do more per call or split the work",
                         "DENIED",
                     )
-                budget["left"] -= 1
-                box: list[ToolResult] = []
+                calls_left[0] -= 1
+                outcome: list[ToolResult] = []
                 done = anyio.Event()
 
                 async def dispatch() -> None:
                     try:
-                        box.append(
+                        outcome.append(
                             await self._dispatch(tool, args, actual_scope, signal, scheduler)
                         )
                     finally:
@@ -383,7 +404,7 @@ class CodeMode:
                 # aborted through its signal and drained, so its result is still published.
                 calls.start_soon(dispatch)
                 await done.wait()
-                result = box[0]
+                result = outcome[0]
                 if on_call is not None:
                     on_call(tool, result)
                 if images is not None:

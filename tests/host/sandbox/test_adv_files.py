@@ -193,6 +193,8 @@ def test_a_killed_host_leaves_nothing_the_next_runtime_does_not_sweep(
     finally:
         proc.kill()
         proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
     assert os.listdir(workdir_root), "the killed host left no directory: nothing to sweep"
 
     async def next_runtime() -> None:

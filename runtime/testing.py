@@ -1,0 +1,288 @@
+"""``InProcessRuntime``: a fake ``CodeRuntime`` for unit tests of the layers above a runtime.
+
+It runs each program in the caller's own process and event loop, with the same program
+semantics (a module, top-level ``await`` and ``return``, the last-expression rule), the same
+lossless-JSON rule and the same failure kinds where they apply. It contains nothing: no
+process, no limits but the wall budget and the output cap (``print`` is what it captures),
+no isolation whatever. Never run a program you do not trust with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import threading
+import time
+import traceback
+import types
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from runtime._contract import RunError, RunRequest, RunResult, RunStats
+from runtime._errors import RuntimeClosedError, RuntimeUsageError, ToolCallError
+from runtime._json import JsonTooLarge, json_problem
+from runtime._program import (
+    ABSENT,
+    FILENAME,
+    ProgramRejected,
+    compile_program,
+    install_helpers,
+    is_async,
+    run_async,
+    run_sync,
+)
+
+__all__ = ("InProcessRuntime",)
+
+_helpers = dict(builtins.__dict__)
+install_helpers(_helpers)
+_helpers["ToolCallError"] = ToolCallError
+
+
+class _Namespace:
+    def __init__(self, name: str) -> None:
+        self.__dict__["_name"] = name
+
+    def __repr__(self) -> str:
+        return f"<bindings {self.__dict__['_name']}>"
+
+
+class _Logs:
+    """What the program printed, line by line, held to the output cap."""
+
+    def __init__(self, cap: int, on_log: Callable[[str], None] | None) -> None:
+        self.lines: list[str] = []
+        self.bytes = 0
+        self.over = False
+        self._cap = cap
+        self._on_log = on_log
+
+    def print(self, *args: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
+        text = (sep if sep is not None else " ").join(str(a) for a in args)
+        text += end if end is not None else "\n"
+        for line in text.splitlines():
+            self.bytes += len(line.encode()) + 1
+            if self.bytes > self._cap:
+                self.over = True
+                return
+            self.lines.append(line)
+            if self._on_log is not None:
+                self._on_log(line)
+
+
+class InProcessRuntime:
+    """A ``CodeRuntime`` that runs programs in this process: for tests only (no containment)."""
+
+    language = "python"
+    isolation = "in-process"
+
+    def __init__(self) -> None:
+        self._closed = False
+        self.runs = 0
+
+    async def __aenter__(self) -> InProcessRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Later runs raise ``RuntimeClosedError``."""
+        self._closed = True
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """Run one program here; resolves with the result whatever the program did."""
+        if self._closed:
+            raise RuntimeClosedError("this InProcessRuntime is closed")
+        if not isinstance(request, RunRequest):
+            raise RuntimeUsageError(f"run() takes a RunRequest, got {type(request).__name__}")
+        self.runs += 1
+        started = time.monotonic()
+        logs = _Logs(request.limits.max_output_bytes, request.on_log)
+        try:
+            code = compile_program(request.program, request.policy)
+        except ProgramRejected as exc:
+            error = RunError(
+                kind="parse",
+                message=exc.message,
+                lineno=exc.lineno,
+                exception_type=exc.exception_type,
+            )
+            return self._result(logs, ABSENT, error, started)
+        loop = _Loop()
+        namespace = self._module(request, logs, loop)
+        try:
+            value = await loop.within(
+                request.limits.max_wall_ms / 1000, self._execute(code, namespace, request, loop)
+            )
+        except TimeoutError:
+            message = f"the run passed its wall-clock budget of {request.limits.max_wall_ms} ms"
+            return self._result(
+                logs, ABSENT, RunError(kind="budget", budget="wall", message=message), started
+            )
+        except _Raised as raised:  # the program's exception (SystemExit included)
+            return self._result(logs, ABSENT, _exception(raised.program_error), started)
+        if logs.over:
+            message = f"the logs passed max_output_bytes ({request.limits.max_output_bytes})"
+            return self._result(
+                logs, ABSENT, RunError(kind="output_limit", message=message), started
+            )
+        if value is ABSENT:
+            return self._result(logs, ABSENT, None, started)
+        try:
+            problem = json_problem(value, max_bytes=request.limits.max_output_bytes - logs.bytes)
+        except JsonTooLarge:
+            message = (
+                f"the result's JSON would pass max_output_bytes ({request.limits.max_output_bytes})"
+            )
+            return self._result(
+                logs, ABSENT, RunError(kind="output_limit", message=message), started
+            )
+        if problem is not None:
+            error = RunError(
+                kind="invalid_completion", message=f"the result is not lossless JSON: {problem}"
+            )
+            return self._result(logs, ABSENT, error, started)
+        return self._result(logs, value, None, started)
+
+    def _module(self, request: RunRequest, logs: _Logs, loop: _Loop) -> dict[str, Any]:
+        namespace = types.ModuleType("__main__").__dict__
+        own = dict(_helpers)
+        own["print"] = logs.print
+        namespace.update(__file__=FILENAME, __builtins__=own)
+        namespace.update(request.inputs)
+        for name, binding in request.bindings.items():
+            *path, leaf = name.split(".")
+            holder: dict[str, Any] = namespace
+            for part in path:
+                holder = holder.setdefault(part, _Namespace(part)).__dict__
+            holder[leaf] = _bind(name, binding, request.call_style, loop)
+        return namespace
+
+    async def _execute(
+        self, code: types.CodeType, namespace: dict[str, Any], request: RunRequest, loop: _Loop
+    ) -> Any:
+        try:
+            if is_async(code):
+                return await run_async(code, namespace)
+            if request.call_style == "sync":  # its calls block: not on this loop's thread
+                return await loop.in_thread(run_sync, code, namespace)
+            return run_sync(code, namespace)
+        except BaseException as exc:
+            if _is_cancellation(exc):
+                raise  # ours: the wall budget ran out, or the caller cancelled
+            raise _Raised(exc) from None
+
+    def _result(self, logs: _Logs, value: Any, error: RunError | None, started: float) -> RunResult:
+        stats = RunStats(
+            isolation=self.isolation,
+            compute_ms=0.0,
+            wall_ms=round((time.monotonic() - started) * 1000, 3),
+            calls=0,
+            dropped_frames=0,
+        )
+        if value is ABSENT:
+            return RunResult(logs=logs.lines, error=error, stats=stats)
+        return RunResult(logs=logs.lines, value=value, error=error, stats=stats)
+
+
+class _Loop:
+    """The caller's event loop, asyncio's or trio's (imported only when that is the one)."""
+
+    def __init__(self) -> None:
+        try:
+            self.asyncio: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.asyncio = None
+            import trio
+
+            self.trio_token = trio.lowlevel.current_trio_token()
+        self.thread = threading.get_ident()
+
+    async def within(self, seconds: float, work: Awaitable[Any]) -> Any:
+        """``work``'s value; ``TimeoutError`` after ``seconds``."""
+        if self.asyncio is not None:
+            return await asyncio.wait_for(work, seconds)
+        import trio
+
+        with trio.fail_after(seconds):
+            return await work
+
+    async def in_thread(self, func: Callable[..., Any], *args: Any) -> Any:
+        if self.asyncio is not None:
+            return await asyncio.to_thread(func, *args)
+        import trio
+
+        return await trio.to_thread.run_sync(func, *args)
+
+    def from_thread(self, func: Callable[[Any], Awaitable[Any]], arg: Any) -> Any:
+        """Run ``func(arg)`` on the loop from another thread; its value."""
+        if self.asyncio is not None:
+            return asyncio.run_coroutine_threadsafe(func(arg), self.asyncio).result()  # type: ignore[arg-type]
+        import trio
+
+        return trio.from_thread.run(func, arg, trio_token=self.trio_token)
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    return isinstance(exc, asyncio.CancelledError) or type(exc).__name__ == "Cancelled"
+
+
+class _Raised(BaseException):
+    """Carries the program's own exception past ``wait_for`` (which would take a
+    ``CancelledError`` or ``SystemExit`` of the program for its own)."""
+
+    def __init__(self, program_error: BaseException) -> None:
+        super().__init__()
+        self.program_error = program_error
+
+
+def _exception(exc: BaseException) -> RunError:
+    te = traceback.TracebackException.from_exception(exc, compact=True)
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename == FILENAME])
+    text = "".join(te.format()).rstrip("\n")
+    lineno = next((f.lineno for f in reversed(te.stack)), None)
+    return RunError(
+        kind="exception",
+        message=text,
+        exception_type=type(exc).__qualname__,
+        traceback=text,
+        lineno=lineno,
+    )
+
+
+def _bind(name: str, binding: Callable[[Any], Awaitable[Any]], style: str, loop: _Loop) -> Any:
+    def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not args:
+            return kwargs
+        if len(args) == 1 and not kwargs and type(args[0]) is dict:
+            return args[0]
+        raise TypeError(f"{name}() takes keyword arguments (or one dict of them)")
+
+    async def call(args: Any) -> Any:
+        problem = json_problem(args)
+        if problem is not None:
+            raise TypeError(f"the arguments of binding {name} are not lossless JSON: {problem}")
+        try:
+            return await binding(args)
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            raise ToolCallError(
+                name, str(exc), code if isinstance(code, str) else "TOOL_ERROR"
+            ) from None
+
+    if style == "sync":
+
+        def plain(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() == loop.thread:
+                raise RuntimeError(f"{name}() was called plainly on the event loop's thread")
+            return loop.from_thread(call, arguments(args, kwargs))
+
+        return plain
+
+    def awaited(*args: Any, **kwargs: Any) -> Any:
+        return call(arguments(args, kwargs))
+
+    return awaited

@@ -1,0 +1,134 @@
+"""Both call styles over one wire: awaited and plain binding calls from any thread or loop."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from host.sandbox import SubprocessRuntime
+from runtime import Limits, RunRequest, RunResult
+
+pytestmark = pytest.mark.anyio
+
+LIMITS = Limits(compute_ms=5_000, max_wall_ms=20_000)
+
+
+async def _echo(args: Any) -> Any:
+    return args
+
+
+async def _slow(args: Any) -> Any:
+    await anyio.sleep(0.1)
+    return args["i"]
+
+
+async def _fail(args: Any) -> Any:
+    raise RuntimeError("it broke")
+
+
+async def run(rt: SubprocessRuntime, program: str, style: str) -> RunResult:
+    return await rt.run(
+        RunRequest(
+            program=program,
+            bindings={"tools.echo": _echo, "tools.slow": _slow, "tools.fail": _fail},
+            call_style=style,  # type: ignore[arg-type]
+            limits=LIMITS,
+        )
+    )
+
+
+async def test_an_awaited_call_and_a_plain_call(rt: SubprocessRuntime) -> None:
+    awaited = await run(rt, "return await tools.echo(a=1)", "async")
+    plain = await run(rt, "return tools.echo(a=1)", "sync")
+    assert awaited.value == plain.value == {"a": 1}
+
+
+async def test_a_plain_call_needs_no_event_loop_and_sees_failures(rt: SubprocessRuntime) -> None:
+    program = (
+        "import asyncio\n"
+        "try:\n    asyncio.get_running_loop()\n    loop = 'running'\n"
+        "except RuntimeError:\n    loop = 'none'\n"
+        "try:\n    tools.fail()\nexcept ToolCallError as e:\n    err = [e.tool, e.message]\n"
+        "[loop, err, tools.echo({'d': 1})]\n"
+    )
+    result = await run(rt, program, "sync")
+    assert result.value == ["none", ["tools.fail", "it broke"], {"d": 1}]
+
+
+async def test_plain_calls_from_threads_overlap(rt: SubprocessRuntime) -> None:
+    program = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "with ThreadPoolExecutor(10) as pool:\n"
+        "    return list(pool.map(lambda i: tools.slow(i=i), range(10)))\n"
+    )
+    start = time.monotonic()
+    result = await run(rt, program, "sync")
+    assert result.value == list(range(10)), result.error
+    assert time.monotonic() - start < 2.0  # they overlap (serial would take 1 s + the run)
+
+
+async def test_awaited_calls_overlap_under_gather(rt: SubprocessRuntime) -> None:
+    program = (
+        "import asyncio, time\n"
+        "start = time.monotonic()\n"
+        "values = await asyncio.gather(*(tools.slow(i=i) for i in range(10)))\n"
+        "return [values, time.monotonic() - start]\n"
+    )
+    result = await run(rt, program, "async")
+    values, elapsed = result.value
+    assert values == list(range(10))
+    assert elapsed < 0.6  # 10 x 100 ms at once, not one after another (the benchmark: < 130 ms)
+
+
+async def test_awaited_calls_inside_the_programs_own_asyncio_run(rt: SubprocessRuntime) -> None:
+    # a script ending with asyncio.run(main()), with and without top-level awaits around it
+    program = (
+        "import asyncio\n"
+        "async def main():\n    return await asyncio.gather(tools.echo(n=1), tools.echo(n=2))\n"
+        "first = asyncio.run(main())\n"
+    )
+    plain = await run(rt, program + "first\n", "async")
+    assert plain.value == [{"n": 1}, {"n": 2}]
+    nested = await run(rt, program + "second = await tools.echo(n=3)\n[first, second]\n", "async")
+    assert nested.value == [[{"n": 1}, {"n": 2}], {"n": 3}]
+
+
+async def test_awaited_calls_from_a_thread_with_its_own_loop(rt: SubprocessRuntime) -> None:
+    program = (
+        "import asyncio, threading\n"
+        "out = []\n"
+        "t = threading.Thread(target=lambda: out.append(asyncio.run(tools.echo(t=1))))\n"
+        "t.start(); t.join()\n"
+        "out.append(await tools.echo(m=1))\n"
+        "out\n"
+    )
+    result = await run(rt, program, "async")
+    assert result.value == [{"t": 1}, {"m": 1}]
+
+
+async def test_a_forgotten_await_says_so_where_it_is_used(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "x = tools.echo(a=1)\nreturn x['a']", "async")
+    assert result.error is not None and result.error.kind == "exception"
+    assert "tools.echo" in result.error.message and "forget await" in result.error.message
+    assert result.error.lineno == 2
+    returned = await run(rt, "return tools.echo(a=1)", "async")
+    assert returned.error is not None and returned.error.kind == "invalid_completion"
+    assert "did you forget `await`" in returned.error.message
+
+
+async def test_a_missing_tool_names_the_tools_there_are(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "return tools.ecko(a=1)", "sync")
+    assert result.error is not None and result.error.exception_type == "AttributeError"
+    assert "tools has no binding 'ecko'" in result.error.message
+    assert "Did you mean echo?" in result.error.message
+    assert "echo, fail, slow" in result.error.message
+
+
+async def test_an_unknown_call_style_is_a_caller_error(rt: SubprocessRuntime) -> None:
+    from runtime import RuntimeUsageError
+
+    with pytest.raises(RuntimeUsageError, match="call_style"):
+        await rt.run(RunRequest(program="1", call_style="blocking"))  # type: ignore[arg-type]
