@@ -55,7 +55,7 @@ from runtime._program import (
     run_sync,
 )
 from runtime._report import CountingFile, Reporter
-from runtime._wire import Compiled, Prepare, Ready, Start
+from runtime._wire import Compiled, Prepare, Ready, Start, State
 
 __all__ = ("ChildSetup", "Prepared", "child_main", "run_child")
 
@@ -342,7 +342,9 @@ def child_main(
         bridge.send(Ready())
         start: Start = bridge.read_first(Start)  # a child forked ahead of time waits here
         reporter.max_output = start.max_output_bytes
-        namespace = _program_module(start, bridge)
+        namespace = _program_module(start, bridge, reporter)
+        if start.keep_state:
+            reporter.send_state = functools.partial(_send_state, start, namespace, reporter)
         if start.code:
             code = marshal.loads(start.code)
         else:  # a long program: the host left compiling it to us, off its event loop
@@ -371,11 +373,26 @@ def child_main(
     return Prepared(code, namespace, bridge, reporter)
 
 
-def _program_module(start: Start, bridge: Bridge) -> dict[str, Any]:
-    """The program's ``__main__``: a fresh module, as ``python prog.py`` would have."""
+def _program_module(
+    start: Start, bridge: Bridge, reporter: Reporter | None = None
+) -> dict[str, Any]:
+    """The program's ``__main__``: a fresh module, as ``python prog.py`` would have (with a
+    session's state restored in it first)."""
     module = types.ModuleType("__main__")
     namespace = module.__dict__
     namespace.update(__file__=FILENAME, __builtins__=builtins, __cached__=None)
+    sys.modules["__main__"] = module
+    if start.state and reporter is not None:
+        from runtime._state import restore
+
+        try:
+            restore(start.state, namespace)
+        except Exception as exc:
+            reporter.fail(
+                "state",
+                "the session's state cannot be restored in this run: "
+                f"{type(exc).__name__}: {exc} (the session keeps its last good state)",
+            )
     namespace.update(start.inputs)
     _install_bindings(namespace, start.bindings, bridge, start.call_style)
     if start.policy == "restricted":
@@ -384,8 +401,28 @@ def _program_module(start: Start, bridge: Bridge) -> dict[str, Any]:
         namespace.update(restricted_globals())  # last: no input may shadow a guard hook
         install_helpers(namespace["__builtins__"])
         namespace["__builtins__"]["ToolCallError"] = ToolCallError
-    sys.modules["__main__"] = module
     return namespace
+
+
+def _send_state(start: Start, namespace: dict[str, Any], reporter: Reporter) -> None:
+    """Save the program's globals (not its bindings) and send them to the host."""
+    from runtime._state import StateTooLarge, save
+
+    roots = {name.split(".", 1)[0] for name in start.bindings}
+    try:
+        blob, dropped = save(namespace, skip=roots, max_bytes=start.max_state_bytes)
+    except StateTooLarge as exc:
+        reporter.fail("state", str(exc))
+    except Exception as exc:  # the program's objects raised while being pickled
+        reporter.fail(
+            "state", f"the session's state could not be saved: {type(exc).__name__}: {exc}"
+        )
+    names = sorted(
+        k
+        for k in namespace
+        if not (k.startswith("__") and k.endswith("__")) and k not in roots and k not in dropped
+    )
+    reporter.bridge.send(State(blob=blob, names=names, dropped=dropped))
 
 
 #: A program that walks the paths a real one walks (compiled once, in the template).

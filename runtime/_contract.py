@@ -31,6 +31,7 @@ FailureKind = Literal[
     "memory",
     "aborted",
     "died",
+    "state",
 ]
 FAILURE_KINDS: tuple[str, ...] = typing.get_args(FailureKind)
 
@@ -131,6 +132,8 @@ class RunStats(msgspec.Struct, frozen=True, kw_only=True):
     wall_ms: float
     calls: int
     dropped_frames: int
+    state_bytes: int = 0
+    """The size of the session state the run left (0: not a session run, or it failed)."""
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -140,6 +143,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     value: Any = msgspec.UNSET
     error: RunError | None = None
     stats: RunStats | None = None
+    state_dropped: dict[str, str] = msgspec.field(default_factory=dict)
+    """A session run's names that could not be carried to the next run, with why."""
 
     @property
     def ok(self) -> bool:
@@ -152,13 +157,15 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return self.value is not msgspec.UNSET
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON shape ``{"value"?, "logs", "error"?}`` (stats left out)."""
+        """The JSON shape ``{"value"?, "logs", "error"?, "state_dropped"?}`` (stats left out)."""
         out: dict[str, Any] = {}
         if self.has_value:
             out["value"] = self.value
         out["logs"] = list(self.logs)
         if self.error is not None:
             out["error"] = msgspec.to_builtins(self.error)
+        if self.state_dropped:
+            out["state_dropped"] = dict(self.state_dropped)
         return out
 
 

@@ -106,9 +106,12 @@ class Reporter:
 
     def __init__(self, bridge: Any) -> None:
         self._bridge = bridge
+        self.bridge = bridge
         self._send = bridge.send
         self.max_output = 0
         self.linger_after = True
+        #: A session run: saves the program's globals and sends them, just before ``Done``.
+        self.send_state: Any = None
 
     @staticmethod
     def encode_probe(value: Any) -> None:
@@ -210,6 +213,7 @@ class Reporter:
     def result(self, value: Any) -> NoReturn:
         """Report the program's result: lossless JSON within the output cap, in O(cap)."""
         if value is ABSENT:
+            self._state()
             self.flush()
             self._send(Done(has_value=False, value=msgspec.Raw(b"null")))
             self._linger()
@@ -225,9 +229,14 @@ class Reporter:
             self.fail("invalid_completion", f"the result is not lossless JSON: {problem}")
         if len(raw) > room:
             self._too_large(room)
+        self._state()
         self.flush()
         self._send(Done(has_value=True, value=msgspec.Raw(raw)))
         self._linger()
+
+    def _state(self) -> None:
+        if self.send_state is not None:
+            self.send_state()
 
     def _too_large(self, room: int) -> NoReturn:
         self.fail(

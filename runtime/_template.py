@@ -255,6 +255,8 @@ def _serve(sock_fd: int, requested: str, run_uid: int | None) -> None:
     for name in _WARM:
         __import__(name)
     compile_program("1")  # warms the compiler's own caches
+    import runtime._state  # noqa: F401 - a session's serializer (cloudpickle), loaded once here
+
     # Python's C-locale coercion sets LC_CTYPE at start-up; a child's environment is empty.
     os.environ.clear()
     libc = ctypes.CDLL(None)

@@ -25,6 +25,7 @@ __all__ = (
     "Reply",
     "ReplyError",
     "Start",
+    "State",
     "encode_frame",
 )
 
@@ -33,7 +34,9 @@ HEADER = struct.Struct("!I")
 CallStyle = Literal["async", "sync"]
 #: The failure kinds a child may report (the others are the host's to decide); ``parse`` only
 #: for a program the host left to the child to compile.
-ChildFailureKind = Literal["parse", "exception", "invalid_completion", "output_limit", "memory"]
+ChildFailureKind = Literal[
+    "parse", "exception", "invalid_completion", "output_limit", "memory", "state"
+]
 CHILD_FAILURES: tuple[str, ...] = typing.get_args(ChildFailureKind)
 
 
@@ -60,6 +63,9 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     max_output_bytes: int
     heap_bytes: int
     compute_ns: int  # the compute budget: the child's own CPU timer stops it there
+    state: bytes = b""  # a session's state to restore before the program (only the child loads it)
+    keep_state: bool = False  # a session run: send the program's globals (State) before Done
+    max_state_bytes: int = 0
 
 
 class Reply(msgspec.Struct, tag=True, frozen=True):
@@ -94,6 +100,15 @@ class Compiled(msgspec.Struct, tag=True, frozen=True):
     """Child -> host: the child compiled the program itself; from here on it runs."""
 
 
+class State(msgspec.Struct, tag=True, frozen=True):
+    """Child -> host, just before ``Done`` of a session run: the program's globals as an
+    opaque blob (the host stores it, never loads it), and the names left out, with why."""
+
+    blob: bytes
+    names: list[str]
+    dropped: dict[str, str]
+
+
 class Done(msgspec.Struct, tag=True, frozen=True):
     """Child -> host: the program completed; ``value`` is its raw JSON result when ``has_value``."""
 
@@ -112,7 +127,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):
 
 
 HostMessage = Prepare | Start | Reply | ReplyError
-ChildMessage = Ready | Call | Compiled | Done | Failed
+ChildMessage = Ready | Call | Compiled | State | Done | Failed
 
 _encoder = msgspec.json.Encoder()
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         Reply,
         ReplyError,
         Start,
+        State,
         encode_frame,
     )
 
@@ -64,6 +65,7 @@ __all__ = (
     "Reply",
     "ReplyError",
     "Start",
+    "State",
     "children",
     "compile_program",
     "descendants",

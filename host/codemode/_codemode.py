@@ -7,6 +7,7 @@ call raises ``ToolCallError`` in the program; a failed run is a ``CODE_RUN_FAILE
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,9 +46,11 @@ __all__ = (
     "DISPATCH_EVENT",
     "DISPATCH_START_EVENT",
     "INSTRUCTIONS",
+    "PERSISTENT_NOTE",
     "SYNC_INSTRUCTIONS",
     "CodeMode",
     "CodeModeConfig",
+    "CodeModeSession",
     "CodeRunFailed",
     "SdkSection",
 )
@@ -74,6 +77,18 @@ tools as plain functions, `tools.<name>(arg=value, ...)`, with keyword arguments
 declared below (no `await`: each call returns its result; calls from threads run
 together). A failed call raises `ToolCallError` (`.tool`, `.message`, `.code`); catch it to
 recover. Only the logs and the returned value come back to you."""
+
+#: What the SDK section adds when programs run in a session.
+PERSISTENT_NOTE = (
+    "Variables, functions, classes and imports persist from one `run_code` call to the "
+    "next (each call still runs in a fresh process); names that cannot be carried (open "
+    "files, sockets, generators) are dropped and named in the result."
+)
+
+#: The session of the ``run_code`` call in progress (set by ``CodeModeSession.run``).
+_SESSION: contextvars.ContextVar[CodeModeSession | None] = contextvars.ContextVar(
+    "dsh_codemode_session", default=None
+)
 
 RUN_CODE_DESCRIPTION = (
     "Run a Python program that calls the tools described in the tools SDK section, in a "
@@ -234,22 +249,40 @@ class CodeMode:
             del self._views[next(iter(self._views))]
         return view
 
-    def sdk(self, scope: Scope | None = None) -> SdkSection:
-        """The SDK section for ``scope``'s visible tools: deterministic, byte-identical."""
+    def sdk(self, scope: Scope | None = None, *, persistent: bool = False) -> SdkSection:
+        """The SDK section for ``scope``'s visible tools: deterministic, byte-identical.
+        ``persistent``: programs run in a session (their variables persist), and it says so."""
         view = self._view(scope)
         style = self.config.call_style
         instructions = SYNC_INSTRUCTIONS if style == "sync" else INSTRUCTIONS
+        if persistent:
+            instructions += "\n" + PERSISTENT_NOTE
         stubs = sdkgen.python_sdk(view.manifest, call_style=style)
         text = instructions + "\n\n```python\n" + stubs + "```\n"
         return SdkSection(text=text, sha256=sdkgen.sdk_hash(text), names=dict(view.names))
+
+    def session(
+        self, *, state: bytes | None = None, max_state_bytes: int | None = None
+    ) -> CodeModeSession:
+        """A session for one agent: its ``run(code)`` is a ``run_code`` call whose program's
+        variables persist to the next call (the runtime must offer sessions)."""
+        opener = getattr(self.runtime, "session", None)
+        if opener is None:
+            raise TypeError(f"{type(self.runtime).__name__} has no sessions")
+        options: dict[str, Any] = {"state": state}
+        if max_state_bytes is not None:
+            options["max_state_bytes"] = max_state_bytes
+        return CodeModeSession(self, opener(**options))
 
     def model_tools(
         self,
         scope: Scope | None = None,
         *,
         format: Literal["json", "openai", "anthropic"] = "json",
+        persistent: bool = False,
     ) -> list[dict[str, Any]]:
-        """The function definitions the model gets under the scope's presentation mode."""
+        """The function definitions the model gets under the scope's presentation mode
+        (``persistent``: the SDK section says variables persist, for a session)."""
         mode = self.registry.mode(scope)
         schemas = list(self.registry.schemas(scope)) if mode in ("native", "both") else []
         if mode in ("code", "both"):
@@ -258,7 +291,9 @@ class CodeMode:
             schemas.append(
                 ToolSchema(
                     name=RUN_CODE,
-                    description=RUN_CODE_DESCRIPTION + "\n\n" + self.sdk(scope).text,
+                    description=RUN_CODE_DESCRIPTION
+                    + "\n\n"
+                    + self.sdk(scope, persistent=persistent).text,
                     parameters=_RUN_CODE_PARAMETERS,
                 )
             )
@@ -335,7 +370,11 @@ class CodeMode:
                     on_progress=on_progress,
                     abort=signal,
                 )
-                result = await self.runtime.run(request)
+                session = _SESSION.get()
+                if session is not None and session.codemode is self:
+                    result: RunResult = await session.runtime_session.run(request)
+                else:
+                    result = await self.runtime.run(request)
                 controller.abort("the program's run settled")  # unfinished calls: ABORTED
             return result
         finally:
@@ -448,3 +487,53 @@ class CodeMode:
                 },
             )
         return result
+
+
+class CodeModeSession:
+    """Code mode for one agent whose programs' variables persist between ``run_code`` calls."""
+
+    def __init__(self, codemode: CodeMode, runtime_session: Any) -> None:
+        self.codemode = codemode
+        self.runtime_session = runtime_session
+
+    @property
+    def state(self) -> bytes:
+        """The session's state, an opaque blob (save it to resume later)."""
+        state: bytes = self.runtime_session.state
+        return state
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names the state carries."""
+        return tuple(self.runtime_session.names)
+
+    def sdk(self, scope: Scope | None = None) -> SdkSection:
+        """The SDK section, saying that variables persist between calls."""
+        return self.codemode.sdk(scope, persistent=True)
+
+    def model_tools(
+        self, scope: Scope | None = None, *, format: Literal["json", "openai", "anthropic"] = "json"
+    ) -> list[dict[str, Any]]:
+        """The function definitions the model gets, ``run_code`` saying variables persist."""
+        return self.codemode.model_tools(scope, format=format, persistent=True)
+
+    async def run(
+        self,
+        code: str,
+        *,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """A ``run_code`` call in this session, through the registry's pipeline."""
+        token = _SESSION.set(self)
+        try:
+            return await self.codemode.run(code, scope=scope, signal=signal, call_id=call_id)
+        finally:
+            _SESSION.reset(token)
+
+    async def __aenter__(self) -> CodeModeSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None

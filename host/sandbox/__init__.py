@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from host.sandbox._runtime import SubprocessRuntime
+from host.sandbox._session import Session
 from host.sandbox._template import TemplateStartError
 from runtime.lowlevel import fixup_module_metadata
 
-__all__ = ("SubprocessRuntime", "TemplateStartError")
+__all__ = ("Session", "SubprocessRuntime", "TemplateStartError")
 
 fixup_module_metadata(__name__, globals())

@@ -39,13 +39,14 @@ from runtime.lowlevel import (
     FrameBuffer,
     Ready,
     Start,
+    State,
     encode_frame,
     json_problem,
     kill_tree,
     tree_cpu_ns,
 )
 
-__all__ = ("Run", "RunOptions", "default_workdir_root")
+__all__ = ("Run", "RunOptions", "SessionState", "default_workdir_root")
 
 _log = logging.getLogger("host.sandbox")
 
@@ -74,6 +75,13 @@ def default_workdir_root() -> str:
     if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return tempfile.gettempdir()
+
+
+class SessionState(msgspec.Struct, kw_only=True):
+    """What a session run takes in (the blob to restore) and is held to (``max_bytes``)."""
+
+    blob: bytes
+    max_bytes: int
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,8 +135,10 @@ class Run:
         slot: ChildSlot,
         options: RunOptions,
         watchdog: Watchdog,
+        session: SessionState | None = None,
     ) -> None:
         self.request = request
+        self.session = session
         self.limits = limits = request.limits
         self.code = code
         self.slot = slot
@@ -154,7 +164,11 @@ class Run:
         self.value: Any = msgspec.UNSET
         self.scope = anyio.CancelScope()
         self.closing_reason: str | None = None
-        self._frames = FrameBuffer(options.max_frame_bytes)
+        max_frame = options.max_frame_bytes
+        if session is not None:  # the State frame: the blob as base64, and its names
+            max_frame = max(max_frame, session.max_bytes // 3 * 4 + (1 << 20))
+        self._frames = FrameBuffer(max_frame)
+        self.state: State | None = None
         self._compiled_by_child = False
         self._cpu_base = 0
         self._pidfd: int | None = None
@@ -218,7 +232,14 @@ class Run:
         if error is not None and error.kind == "died":
             error = self._classify_death(error)
         value = self.value if error is None else msgspec.UNSET
-        return RunResult(logs=self.logs.lines, value=value, error=error, stats=self._stats())
+        stats = self._stats()
+        dropped: dict[str, str] = {}
+        if error is None and self.state is not None:
+            stats = msgspec.structs.replace(stats, state_bytes=len(self.state.blob))
+            dropped = dict(self.state.dropped)
+        return RunResult(
+            logs=self.logs.lines, value=value, error=error, stats=stats, state_dropped=dropped
+        )
 
     def _classify_death(self, error: RunError) -> RunError:
         status = self.exit_status
@@ -269,6 +290,9 @@ class Run:
             max_output_bytes=limits.max_output_bytes,
             heap_bytes=limits.max_heap_mb * 1024 * 1024,
             compute_ns=limits.compute_ms * 1_000_000,
+            state=self.session.blob if self.session is not None else b"",
+            keep_state=self.session is not None,
+            max_state_bytes=self.session.max_bytes if self.session is not None else 0,
         )
         if self.slot.cgroup is not None:
             try:
@@ -354,15 +378,21 @@ class Run:
         wake: list[asyncio.Future[None]] = [loop.create_future()]
 
         def on_readable() -> None:
-            data = self._read_chunk(fd)
-            if data is None:
-                return
-            if data:
-                self._handle_ctl_bytes(data)
-                if not (self.calls.wants_worker or self.calls.full):
+            try:
+                data = self._read_chunk(fd)
+                if data is None:
                     return
-            else:
-                state["eof"] = True
+                if data:
+                    self._handle_ctl_bytes(data)
+                    if not (self.calls.wants_worker or self.calls.full):
+                        return
+                else:
+                    state["eof"] = True
+            except BaseException as exc:  # our bug: raise it in the task, not in the loop
+                stop_reading()
+                if not wake[0].done():
+                    wake[0].set_exception(exc)
+                return
             if self.calls.full or state["eof"]:
                 stop_reading()
             if not wake[0].done():
@@ -429,6 +459,11 @@ class Run:
                 if self.code or self._compiled_by_child:
                     self.calls.dropped += 1  # we compiled it, or it was said already: forged
                 self._compiled_by_child = True
+            elif isinstance(message, State):
+                if self.session is None or self.state is not None:
+                    self.calls.dropped += 1  # not a session run, or said already: forged
+                else:
+                    self.state = message
             elif isinstance(message, Done):
                 self._on_done(message)
             else:

@@ -12,7 +12,8 @@ import anyio
 
 from host.sandbox._background import Background
 from host.sandbox._cgroup import CgroupSet
-from host.sandbox._run import Run, RunOptions, default_workdir_root
+from host.sandbox._run import Run, RunOptions, SessionState, default_workdir_root
+from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
 from host.sandbox._watchdog import Watchdog
@@ -210,12 +211,28 @@ class SubprocessRuntime:
         if self._entered == 0 and self._idle is not None:
             self._idle.set()
 
+    def session(
+        self, *, state: bytes | None = None, max_state_bytes: int = MAX_STATE_BYTES
+    ) -> Session:
+        """A session: runs one after another, each in a fresh child, carrying the program's
+        module globals (``async with rt.session() as s: await s.run(...)``); ``state`` is a
+        blob an earlier session left (``Session.state``)."""
+        return Session(self, state, max_state_bytes)
+
     async def run(self, request: RunRequest) -> RunResult:
         """Run one program in a fresh child; resolves with the result whatever the program did.
 
         It returns once the result is known and no process of the run can execute again;
         the run's resources are released in the background (``aclose()`` waits for them).
         """
+        result, _ = await self._run_in_session(request, None, 0)
+        return result
+
+    async def _run_in_session(
+        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+    ) -> tuple[RunResult, Any]:
+        """A run, in a session when ``state`` is not None: its result, and the State frame
+        its child sent (None outside a session, or when the run failed)."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         _check_request(request)
@@ -229,18 +246,21 @@ class SubprocessRuntime:
                     lineno=exc.lineno,
                     exception_type=exc.exception_type,
                 )
-            )
+            ), None
         if request.abort is not None and request.abort.is_set():
             return self._early(
                 RunError(kind="aborted", message="the run was aborted before it started")
-            )
+            ), None
+        session = None if state is None else SessionState(blob=state, max_bytes=max_state_bytes)
         self._entered += 1
         try:
-            return await self._run(request, code)
+            return await self._run(request, code, session)
         finally:
             self._leave()
 
-    async def _run(self, request: RunRequest, code: bytes) -> RunResult:
+    async def _run(
+        self, request: RunRequest, code: bytes, session: SessionState | None
+    ) -> tuple[RunResult, Any]:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_concurrent)
         limiter = self._limiter
@@ -256,14 +276,15 @@ class SubprocessRuntime:
                 template = await self._ensure_template()
             except Exception:
                 if self._closed:  # aclose() ended the start this run was waiting for
-                    return self._early(closed)
+                    return self._early(closed), None
                 raise
             if self._closed:
-                return self._early(closed)
+                return self._early(closed), None
             slot = await self._take_slot(template)
-            run = Run(request, code, slot, self._options, self._watchdog)
+            run = Run(request, code, slot, self._options, self._watchdog, session)
             self._runs.add(run)
-            return await run.execute()
+            result = await run.execute()
+            return result, run.state
         finally:
             if run is None:
                 limiter.release_on_behalf_of(ticket)

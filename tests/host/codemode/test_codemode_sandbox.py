@@ -64,7 +64,9 @@ async def test_the_sdk_section_matches_the_call_style(
 async def test_ten_safe_calls_overlap(setup: tuple[ToolRegistry, CodeMode]) -> None:
     _, codemode = setup
     if codemode.config.call_style == "async":
-        program = "import asyncio\nreturn await asyncio.gather(*(tools.wait100() for _ in range(10)))"
+        program = (
+            "import asyncio\nreturn await asyncio.gather(*(tools.wait100() for _ in range(10)))"
+        )
     else:
         program = (
             "from concurrent.futures import ThreadPoolExecutor\n"
@@ -95,3 +97,21 @@ async def test_unfinished_calls_are_aborted_and_drained(
         result = await codemode.run_program(program)
     assert result.error is not None and result.error.kind == "exception"
     assert done == [("nap", "ABORTED")]  # published before run_program returned
+
+
+async def test_a_code_mode_session_keeps_variables_between_run_code_calls(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    async with codemode.session() as session:
+        assert "persist" in session.sdk().text and "persist" not in codemode.sdk().text
+        assert "persist" in session.model_tools()[0]["description"]
+        first = await session.run(
+            f"total = {_call(codemode, 'tools.add(a=2, b=3)')}\ndef twice(x):\n    return 2 * x"
+        )
+        assert first.is_error is False, first.to_dict()
+        second = await session.run("return twice(total)")
+        assert second.to_dict()["value"]["result"] == 10
+        assert {"total", "twice"} <= set(session.names)
+    outside = await codemode.run("return 'total' in globals()")
+    assert outside.to_dict()["value"]["result"] is False

@@ -1,0 +1,72 @@
+"""A session: a chain of runs, each in a fresh child, carrying the program's globals forward.
+
+The state is an opaque blob: the child makes it at the end of a successful run (cloudpickle
+of its module globals) and the next run's child loads it before its program starts. This
+process stores it and never loads it, so a tampered blob can do no more than a program can.
+A run that fails leaves the state as it was.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from runtime import RunRequest, RunResult
+
+if TYPE_CHECKING:
+    from host.sandbox._runtime import SubprocessRuntime
+
+__all__ = ("Session",)
+
+#: The default cap on a session's state.
+MAX_STATE_BYTES = 64 * 1024 * 1024
+
+
+class Session:
+    """Runs of one ``SubprocessRuntime`` that share the program's globals, one after another."""
+
+    def __init__(
+        self, runtime: SubprocessRuntime, state: bytes | None, max_state_bytes: int
+    ) -> None:
+        if state is not None and not isinstance(state, bytes):
+            raise TypeError(
+                f"state must be bytes (a blob from Session.state), not {type(state).__name__}"
+            )
+        if type(max_state_bytes) is not int or max_state_bytes < 1:
+            raise ValueError(f"max_state_bytes must be a positive int, got {max_state_bytes!r}")
+        self._runtime = runtime
+        self._state = state or b""
+        self._names: tuple[str, ...] = ()
+        self.max_state_bytes = max_state_bytes
+        self._lock = anyio.Lock()
+
+    @property
+    def state(self) -> bytes:
+        """The current state as an opaque blob (b"" before the first successful run)."""
+        return self._state
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names the state carries (known after the first successful run of this object)."""
+        return self._names
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """Run ``request`` in a fresh child with the session's state; a successful run's
+        globals become the state (runs of one session take turns)."""
+        async with self._lock:
+            result, state = await self._runtime._run_in_session(
+                request, self._state, self.max_state_bytes
+            )
+            if result.error is None and state is not None:
+                self._state, self._names = state.blob, tuple(state.names)
+            return result
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"<Session of {self._runtime!r}: {len(self._state)} bytes of state>"
