@@ -483,6 +483,7 @@ def run_child(prepared: Prepared) -> None:
     """Run the program, report, leave; never returns. Called from the bottom of the stack."""
     code, namespace, reporter = prepared.code, prepared.namespace, prepared.reporter
     prepared.bridge.start()
+    ours = dict(builtins.__dict__)  # the report must not run on builtins the program replaced
     try:
         if is_async(code):
             _allow_nested_asyncio_run()
@@ -492,6 +493,8 @@ def run_child(prepared: Prepared) -> None:
         else:
             value = run_sync(code, namespace)
     except BaseException as exc:
+        builtins.__dict__.update(ours)
         reporter.exception(exc)
+    builtins.__dict__.update(ours)
     reporter.result(value)
     os._exit(70)  # not reached: a report leaves

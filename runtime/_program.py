@@ -294,18 +294,21 @@ def is_async(code: types.CodeType) -> bool:
 
 # ---- running ----------------------------------------------------------------------------------
 
+# What runs after the program, bound now: the program may have replaced the builtins.
+_isinstance, _len, _id = isinstance, len, id
+
 
 def _returned(exc: BaseException) -> ProgramReturn | None:
     """The ``ProgramReturn`` that ``exc`` is, or that an ``except*`` wrapped alone in a group."""
-    if isinstance(exc, ProgramReturn):
+    if _isinstance(exc, ProgramReturn):
         return exc
-    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+    if _isinstance(exc, BaseExceptionGroup) and _len(exc.exceptions) == 1:
         return _returned(exc.exceptions[0])
     return None
 
 
 def _completion(namespace: dict[str, Any]) -> Any:
-    return _LAST.pop(id(namespace), ABSENT)
+    return _LAST.pop(_id(namespace), ABSENT)
 
 
 def run_sync(code: types.CodeType, namespace: dict[str, Any]) -> Any:
@@ -318,7 +321,7 @@ def run_sync(code: types.CodeType, namespace: dict[str, Any]) -> Any:
         exec(code, namespace)
     except BaseException as exc:
         returned = _returned(exc)
-        _LAST.pop(id(namespace), None)
+        _LAST.pop(_id(namespace), None)
         if returned is None:
             raise
         return returned.value
@@ -333,7 +336,7 @@ async def run_async(code: types.CodeType, namespace: dict[str, Any]) -> Any:
         await coroutine
     except BaseException as exc:
         returned = _returned(exc)
-        _LAST.pop(id(namespace), None)
+        _LAST.pop(_id(namespace), None)
         if returned is None:
             raise
         return returned.value

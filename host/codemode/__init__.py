@@ -15,7 +15,7 @@ from host.codemode._codemode import (
     SdkSection,
 )
 from host.codemode._scheduler import SubCallScheduler
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 __all__ = (
     "DISPATCH_EVENT",
@@ -31,4 +31,4 @@ __all__ = (
     "SubCallScheduler",
 )
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())

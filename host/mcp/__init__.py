@@ -6,7 +6,7 @@ Importing this package is light: ``mcp`` and ``fastmcp`` are imported when first
 
 from __future__ import annotations
 
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._client import (
     McpConfigError,
@@ -42,4 +42,4 @@ __all__ = (
     "tool_name",
 )
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())

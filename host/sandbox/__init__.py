@@ -5,8 +5,8 @@ from __future__ import annotations
 from host.sandbox._runtime import SubprocessRuntime
 from host.sandbox._session import Session
 from host.sandbox._template import TemplateStartError
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 __all__ = ("Session", "SubprocessRuntime", "TemplateStartError")
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())

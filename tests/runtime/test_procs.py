@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import signal
+import subprocess
+import sys
 import time
 
 from runtime._procs import ProcStat
@@ -18,32 +19,35 @@ def _wait_for(predicate: object, timeout: float = 5.0) -> bool:
     return False
 
 
+def _sleeper() -> subprocess.Popen[bytes]:
+    # a real process of its own (never a fork of the test process)
+    return subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+
+
 def test_proc_stat_sees_a_stop_and_a_continue_then_nothing_once_reaped() -> None:
-    pid = os.fork()
-    if pid == 0:
-        signal.pause()
-        os._exit(0)
-    stat = ProcStat(pid)
+    proc = _sleeper()
+    stat = ProcStat(proc.pid)
     try:
         assert not stat.stopped()
-        os.kill(pid, signal.SIGSTOP)
+        proc.send_signal(signal.SIGSTOP)
         assert _wait_for(stat.stopped)
-        os.kill(pid, signal.SIGCONT)
+        proc.send_signal(signal.SIGCONT)
         assert _wait_for(lambda: not stat.stopped())
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        proc.kill()
+        proc.wait()
         assert not stat.stopped()  # gone: the open file does not follow a reused pid
     finally:
         stat.close()
         stat.close()  # idempotent
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert not stat.stopped()
 
 
 def test_proc_stat_of_a_process_that_does_not_exist() -> None:
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-    stat = ProcStat(pid)
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    stat = ProcStat(proc.pid)
     assert not stat.stopped()
     stat.close()

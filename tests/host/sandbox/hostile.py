@@ -23,7 +23,12 @@ from host.sandbox import SubprocessRuntime
 from runtime import Binding, Limits, RunRequest, RunResult
 from runtime._contain import landlock_abi
 from tests.conftest import PlainAsyncioLoop
-from tests.host.sandbox.conftest import cgroups_here, live_children, unprivileged_runs_here
+from tests.host.sandbox.conftest import (
+    can_still_run,
+    cgroups_here,
+    live_children,
+    unprivileged_runs_here,
+)
 
 __all__ = (
     "HOSTILE",
@@ -148,6 +153,16 @@ PROC_HELPERS = textwrap.dedent(
             return [p for p in children_of(TEMPLATE) if p != os.getpid()]
         except OSError:
             return []
+    def wait_for_siblings(seconds=3.0):
+        # Until the template has another child (the next spare) where this run can see it;
+        # [] at once where it cannot (a PID namespace of its own shows no template at all).
+        import time
+        if not os.path.exists(f'/proc/{TEMPLATE}'):
+            return []
+        end = time.monotonic() + seconds
+        while not (found := siblings()) and time.monotonic() < end:
+            time.sleep(0.01)
+        return found
     """
 )
 
@@ -246,15 +261,6 @@ def kill_marked(mark: str, rounds: int = 50) -> None:
         time.sleep(0.02)
 
 
-async def _wait_no_marked(mark: str, grace: float) -> list[int]:
-    end = time.monotonic() + grace
-    while True:
-        pids = live_marked(mark)
-        if not pids or time.monotonic() > end:
-            return pids
-        await anyio.sleep(0.02)
-
-
 async def _probe(args: Any) -> Any:
     return args["n"]
 
@@ -294,14 +300,14 @@ async def run_hostile(
     bindings: Mapping[str, Binding] | None = None,
     inputs: Mapping[str, Any] | None = None,
     timeout: float | None = None,
-    grace: float = 1.5,
     probe: bool = True,
     call_style: str = "async",
 ) -> RunResult:
     """Run ``program`` (named with a fresh mark), check it left nothing, then probe the host.
 
-    The run must resolve (no raise, no hang past its wall budget plus slack); within
-    ``grace`` seconds no process it started may be alive; the next run must be clean.
+    The run must resolve (no raise, no hang past its wall budget plus slack); when it has
+    returned, no process it started may run again (each is gone, a zombie, exiting or
+    killed); the next run must be clean.
     """
     mark = new_mark()
     request = RunRequest(
@@ -314,8 +320,8 @@ async def run_hostile(
     try:
         with anyio.fail_after(timeout if timeout is not None else limits.max_wall_ms / 1000 + 10):
             result = await rt.run(request)
-        left = await _wait_no_marked(mark, grace)
-        assert left == [], f"processes of the run outlived it: {left}"
+        left = [pid for pid in live_marked(mark) if can_still_run(pid)]
+        assert left == [], f"processes of the run can still run after it returned: {left}"
     finally:
         kill_marked(mark)
     if probe:

@@ -90,7 +90,7 @@ async def crt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRunt
 
 @needs_cgroups
 async def test_a_run_is_in_a_cgroup_of_its_own(crt: SubprocessRuntime, isolation: str) -> None:
-    assert crt.cgroups[:2] == ("kill", "cpu") or "pids" in crt.cgroups
+    assert crt.cgroups == cgroups_here()[0]  # what the host's hierarchies give, all of it
     assert crt.why_not_cgroups == ""
     program = "return open('/proc/self/cgroup').read().splitlines()"
     first = await crt.run(RunRequest(program=program))

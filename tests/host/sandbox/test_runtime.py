@@ -227,6 +227,13 @@ async def test_a_program_that_does_not_parse_starts_no_child(rt: SubprocessRunti
     assert psutil.Process(template.pid).children() == before  # no child forked, none used
 
 
+#: A generous bound on how far past a 150 ms compute budget a run may be stopped: a sanity
+#: bound under load (the benchmarks measure the real figure). The last resort, RLIMIT_CPU,
+#: fires at the budget rounded up to a second plus 2: a test within this bound shows that
+#: the child's own CPU timer or the host's watchdog stopped the run, not the rlimit.
+_BUDGET_SLACK_MS = 1_200
+
+
 async def test_compute_budget(rt: SubprocessRuntime) -> None:
     result = await run(
         rt, "print('spinning')\nwhile True:\n    pass", limits=Limits(compute_ms=150)
@@ -234,7 +241,34 @@ async def test_compute_budget(rt: SubprocessRuntime) -> None:
     assert result.error is not None
     assert (result.error.kind, result.error.budget) == ("budget", "compute")
     assert result.logs == ["spinning"]
-    assert result.stats is not None and result.stats.compute_ms >= 150
+    assert result.stats is not None and 150 <= result.stats.compute_ms < 150 + _BUDGET_SLACK_MS
+
+
+async def test_a_hot_loop_that_blocks_sigxcpu_is_stopped_by_the_host(rt: SubprocessRuntime) -> None:
+    # The child's own CPU timer cannot fire: only the host's watchdog stops this one in time.
+    program = (
+        "import signal\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGXCPU})\n"
+        "while True:\n    pass\n"
+    )
+    result = await run(rt, program, limits=Limits(compute_ms=150, max_wall_ms=30_000))
+    assert result.error is not None and result.error.budget == "compute", result.error
+    assert result.stats is not None and result.stats.compute_ms < 150 + _BUDGET_SLACK_MS
+    assert result.stats.wall_ms < 150 + _BUDGET_SLACK_MS * 2
+
+
+async def test_the_child_carries_its_own_cpu_timer_at_the_budget(rt: SubprocessRuntime) -> None:
+    # A POSIX timer on the process CPU clock (-6: the kernel's name for this process's
+    # CLOCK_PROCESS_CPUTIME_ID) that sends SIGXCPU (24): a hot loop stops at
+    # its budget however busy the host is (SIGXCPU ends the process; the host reports it as
+    # the compute budget).
+    result = await run(rt, "open('/proc/self/timers').read()", limits=Limits(compute_ms=150))
+    timers = result.value
+    assert "signal: 24/" in timers and "ClockID: -6" in timers, timers
+    killed = await run(
+        rt, "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)", limits=Limits(compute_ms=150)
+    )
+    assert killed.error is not None and killed.error.budget == "compute"
 
 
 async def test_waiting_on_a_binding_does_not_bill_compute(rt: SubprocessRuntime) -> None:
@@ -494,6 +528,32 @@ async def test_an_oversized_frame_is_skipped(rt: SubprocessRuntime) -> None:
     result = await rt.run(RunRequest(program=program, limits=FAST))
     # the huge prefix swallows the stream: the child's Done is lost inside the skipped frame
     assert result.error is not None and result.error.kind == "died"
+    assert result.error.exit_status == 0  # it reported and left; the report never arrived
+    assert result.stats is not None and result.stats.dropped_frames == 1  # the oversized one
+
+
+async def test_a_forged_compiled_frame_is_dropped(rt: SubprocessRuntime) -> None:
+    # The host compiled this program: a child that says it compiled it is forging.
+    program = _bridge_writer() + "send({'type': 'Compiled'})\nreturn 1"
+    result = await run(rt, program)
+    assert result.value == 1
+    assert result.stats is not None and result.stats.dropped_frames == 1
+
+
+async def test_a_call_to_an_unknown_name_is_answered_unknown_tool(rt: SubprocessRuntime) -> None:
+    # No loop reads the bridge in a program of plain calls that makes none: it reads the
+    # answer itself.
+    program = _bridge_writer() + (
+        "import select\n"
+        "send({'type': 'Call', 'id': 1, 'name': 'tools.nope', 'args': {}})\n"
+        "select.select([CTL_IN], [], [], 5)\n"
+        "data = os.read(CTL_IN, 4096)\n"
+        "reply = json.loads(data[4:])\n"
+        "[reply['type'], reply['id'], reply['code'], reply['tool']]\n"
+    )
+    result = await run(rt, program, call_style="sync")
+    assert result.value == ["ReplyError", 1, "UNKNOWN_TOOL", "tools.nope"]
+    assert result.stats is not None and result.stats.calls == 1
 
 
 async def test_a_child_that_closes_the_bridge_and_hangs_has_died(rt: SubprocessRuntime) -> None:
@@ -568,14 +628,25 @@ async def test_aclose_aborts_runs_in_flight_and_later_runs_raise() -> None:
 
 
 async def test_runs_proceed_concurrently(rt: SubprocessRuntime) -> None:
+    # Six runs meet at a barrier (a binding that returns once all six have called it): if the
+    # runtime ran them one after another, the first would wait there forever.
     values: list[Any] = []
+    arrived = 0
+    everyone = anyio.Event()
+
+    async def barrier(args: Any) -> Any:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 6:
+            everyone.set()
+        await everyone.wait()
+        return args["i"]
 
     async def one(i: int) -> None:
-        values.append(
-            (await run(rt, f"import asyncio\nawait asyncio.sleep(0.3)\nreturn {i}")).value
-        )
+        program = f"return await tools.barrier(i={i})"
+        values.append((await run(rt, program, bindings={"tools.barrier": barrier})).value)
 
-    with anyio.fail_after(3):
+    with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             for i in range(6):
                 tg.start_soon(one, i)
@@ -631,10 +702,25 @@ async def test_nothing_survives_a_run_that_failed(rt: SubprocessRuntime) -> None
     assert _marked(mark) == []
 
 
-async def test_a_long_program_is_compiled_by_its_child(rt: SubprocessRuntime) -> None:
+async def test_a_long_program_is_compiled_by_its_child(
+    rt: SubprocessRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import host.sandbox._runtime as runtime_module
+
+    compiled_here: list[int] = []
+    original = runtime_module.compile_program
+
+    def spy(source: str, policy: Any = "python") -> Any:
+        compiled_here.append(len(source))
+        return original(source, policy)
+
+    monkeypatch.setattr(runtime_module, "compile_program", spy)
     body = "x = 1\n" * 5_000  # over 20 000 characters: not compiled on the host's event loop
     result = await run(rt, body + "return x + 1")
     assert result.value == 2
+    assert compiled_here == []  # the child compiled it
+    await run(rt, "return 1")
+    assert compiled_here == [len("return 1")]  # a short one is compiled here
     broken = await run(rt, body + "return (")
     assert broken.error is not None and broken.error.kind == "parse"
     assert broken.error.lineno == 5_001

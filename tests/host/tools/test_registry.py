@@ -31,7 +31,7 @@ def test_register_get_and_dispose() -> None:
     tool = echo()
     dispose = registry.register(tool)
     assert registry.get("echo") is tool
-    with pytest.raises(ToolDefinitionError):
+    with pytest.raises(ToolDefinitionError, match="'echo' is already registered"):
         registry.register(echo())
     dispose()
     dispose()
@@ -39,7 +39,7 @@ def test_register_get_and_dispose() -> None:
 
 
 def test_register_rejects_non_definitions() -> None:
-    with pytest.raises(ToolDefinitionError):
+    with pytest.raises(ToolDefinitionError, match="not a tool definition: 'echo'"):
         ToolRegistry().register("echo")  # type: ignore[arg-type]
 
 
@@ -190,7 +190,7 @@ def test_run_code_is_reserved() -> None:
     registry.install_run_code(run_code)
     with pytest.raises(ReservedToolNameError):
         registry.install_run_code(echo(RUN_CODE))
-    with pytest.raises(ToolDefinitionError):
+    with pytest.raises(ToolDefinitionError, match="needs a tool named 'run_code'"):
         ToolRegistry().install_run_code(echo("other"))
     agent.restrict(allow=["nothing"])
     assert registry.get(RUN_CODE, agent) is run_code
