@@ -295,7 +295,8 @@ def is_async(code: types.CodeType) -> bool:
 # ---- running ----------------------------------------------------------------------------------
 
 # What runs after the program, bound now: the program may have replaced the builtins.
-_isinstance, _len, _id = isinstance, len, id
+_isinstance: Any = isinstance
+_len, _id = len, id
 
 
 def _returned(exc: BaseException) -> ProgramReturn | None:

@@ -708,7 +708,7 @@ async def test_a_long_program_is_compiled_by_its_child(
     import host.sandbox._runtime as runtime_module
 
     compiled_here: list[int] = []
-    original = runtime_module.compile_program
+    original = runtime_module.compile_program  # type: ignore[attr-defined]
 
     def spy(source: str, policy: Any = "python") -> Any:
         compiled_here.append(len(source))
