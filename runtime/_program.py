@@ -19,7 +19,7 @@ import sys
 import types
 import warnings
 from collections.abc import Coroutine
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 __all__ = (
     "ABSENT",
@@ -302,9 +302,11 @@ _len, _id = len, id
 def _returned(exc: BaseException) -> ProgramReturn | None:
     """The ``ProgramReturn`` that ``exc`` is, or that an ``except*`` wrapped alone in a group."""
     if _isinstance(exc, ProgramReturn):
-        return exc
-    if _isinstance(exc, BaseExceptionGroup) and _len(exc.exceptions) == 1:
-        return _returned(exc.exceptions[0])
+        return cast(ProgramReturn, exc)
+    if _isinstance(exc, BaseExceptionGroup):
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        if _len(group.exceptions) == 1:
+            return _returned(group.exceptions[0])
     return None
 
 
