@@ -27,6 +27,7 @@ McpOption = Annotated[
     list[str],
     typer.Option(
         "--mcp",
+        metavar="NAME=COMMAND",
         help="NAME=COMMAND: start an MCP server over stdio; its tools become mcp__NAME__<tool>.",
         show_default=False,
     ),
@@ -35,12 +36,16 @@ McpConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--mcp-config",
+        metavar="FILE",
         help='An MCP client config file: {"mcpServers": {NAME: {command, args, env}}}.',
         show_default=False,
     ),
 ]
 McpTimeoutOption = Annotated[
-    int, typer.Option("--mcp-timeout-ms", min=1, help="Timeout of each MCP tool call.")
+    int,
+    typer.Option(
+        "--mcp-timeout-ms", metavar="MS", min=1, max=1 << 40, help="Timeout of each MCP tool call."
+    ),
 ]
 
 

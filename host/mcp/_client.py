@@ -20,6 +20,7 @@ import anyio
 from host.tools import Json, Output, ToolDefinition, ToolError, define_tool, thaw
 from host.tools import ToolRegistry as _Registry
 
+from ._exceptions import McpConfigError, McpServerError, McpUnavailableError
 from ._schema import loosen_schema
 
 if TYPE_CHECKING:
@@ -27,11 +28,8 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
 
 __all__ = (
-    "McpConfigError",
-    "McpServerError",
     "McpServerSpec",
     "McpServers",
-    "McpUnavailableError",
     "load_mcp_config",
     "parse_mcp_option",
     "require_mcp",
@@ -43,18 +41,6 @@ INSTALL_HINT: Final = "MCP support needs the mcp extra: pip install 'dsh-code[mc
 _SERVER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*\Z")
 _BAD_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _STDERR_TAIL: Final = 2_000
-
-
-class McpUnavailableError(ImportError):
-    """The ``mcp`` package is not installed (install the ``mcp`` extra)."""
-
-
-class McpConfigError(ValueError):
-    """A bad ``--mcp`` value or MCP config file (a usage error)."""
-
-
-class McpServerError(RuntimeError):
-    """An MCP server would not start, or did not list its tools in time."""
 
 
 def require_mcp() -> None:
@@ -122,11 +108,13 @@ def load_mcp_config(path: Path) -> list[McpServerSpec]:
         if entry.get("disabled") is True:
             continue
         command = entry.get("command")
-        if not isinstance(command, str):
-            kind = "url" if "url" in entry else "command"
+        if "url" in entry and command is None:
             raise McpConfigError(
-                f"{where}: only stdio servers are supported (a 'command' string), found {kind}"
+                f"{where}: only stdio servers are supported (a 'command' string), not a 'url'"
             )
+        if not isinstance(command, str):
+            found = "no 'command'" if command is None else f"'command' {command!r}"
+            raise McpConfigError(f"{where} needs a 'command' string (found {found})")
         args = entry.get("args", [])
         env = entry.get("env")
         cwd = entry.get("cwd")

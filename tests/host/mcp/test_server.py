@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LoggingMessageNotificationParams
 
@@ -118,11 +120,14 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
     assert wait_gone(demo_pid)  # the client closed dsh-code mcp, which stopped its server
 
 
+TOKEN = "test-token-0123456789abcdef"
+
+
 @pytest.fixture
 def http_server() -> Iterator[str]:
     process = subprocess.Popen(
         _command("--http", "0"),  # an ephemeral port on 127.0.0.1
-        env=child_env(),
+        env={**child_env(), "DSH_CODE_MCP_TOKEN": TOKEN},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -130,7 +135,8 @@ def http_server() -> Iterator[str]:
     )
     try:
         assert process.stderr is not None
-        line = process.stderr.readline()  # "dsh-code mcp: serving http://127.0.0.1:PORT/mcp"
+        line = process.stderr.readline()  # "dsh-code mcp: serving on http://127.0.0.1:PORT/mcp"
+        assert "serving on http://127.0.0.1:" in line, line
         found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
         assert found is not None and int(found.group(1)) > 0, line
         yield found.group(0)
@@ -145,9 +151,17 @@ def http_server() -> Iterator[str]:
             process.stderr.close()
 
 
+def _http(url: str, token: str | None = TOKEN) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+
+
 async def test_streamable_http_on_localhost(http_server: str) -> None:
     logs = _Logs()
-    async with _client(http_server, logs) as client:
+    async with (
+        _http(http_server) as http,
+        _client(streamable_http_client(http_server, http_client=http), logs) as client,
+    ):
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "run_code" in names
         result = await client.call_tool(
