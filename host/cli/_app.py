@@ -254,6 +254,13 @@ def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -
         sys.stderr.write(f"dsh-code: interrupted by {_name(signum)} before the run started\n")
         emit(aborted_json(outcome.logs, signum, started=False))
         raise typer.Exit(exit_code_for(signum))
+    if signum is not None and result.error is not None and result.error.kind == "aborted":
+        import msgspec
+
+        reason = f"interrupted by {_name(signum)}"
+        result = msgspec.structs.replace(
+            result, error=msgspec.structs.replace(result.error, message=reason)
+        )
     if json_output:
         obj = result.to_json()
         if log_error is not None:

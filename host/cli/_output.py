@@ -149,6 +149,14 @@ class Display:
         if shared:
             self._draw()
 
+    def notice(self, text: str) -> None:
+        """One line of the command's own on stderr, above the status line."""
+        shown = self._shown
+        self._erase()
+        self._write_err(text + "\n")
+        if shown:
+            self._draw()
+
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """For a prompt: the status line erased, log lines held until the answer."""

@@ -126,6 +126,11 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
         def on_signal(signum: int) -> None:
             outcome.signum = signum
             asker.stop()
+            if display is not None:
+                display.notice(
+                    f"dsh-code: {signal_name(signum)}: aborting the run "
+                    "(Ctrl-C again to exit at once)"
+                )
             if started[0]:
                 controller.abort(f"interrupted by {signal_name(signum)}")
             else:

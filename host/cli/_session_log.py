@@ -78,6 +78,8 @@ class SessionLog:
         record = {"event": event, "time": round(time.time(), 6), **fields}
         try:
             self._out.write(self._encoder.encode(record) + b"\n")
+            if self._out is self._raw:
+                self._raw.flush()  # readable as it happens (tail -f), and kept if we are killed
         except OSError as exc:
             self._failed(exc)
 
