@@ -55,6 +55,8 @@ def run_command(args: list[str], stopper: Stopper) -> int:
     except typer.Abort:
         sys.stderr.write("\ndsh-code: aborted\n")
         return EXIT_FAILED
+    except SystemExit as exc:  # typer's completion scripts exit this way
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Interrupted:
         raise
     except OSError as exc:  # e.g. a closed stderr or stdout: nothing of ours to show

@@ -53,10 +53,22 @@ class McpUsageError(Exception):
     """A bad ``--mcp`` value, a bad config, a missing extra, or a server that won't start."""
 
 
+def _quiet_sdk_logs() -> None:
+    """The SDK logs a server's bad lines with tracebacks; the command says it in one line."""
+    import logging
+    import os
+
+    if not os.environ.get("DSH_CODE_DEBUG"):
+        sdk = logging.getLogger("mcp")
+        sdk.addHandler(logging.NullHandler())
+        sdk.propagate = False
+
+
 def mcp_specs(values: list[str], config: Path | None) -> list[McpServerSpec]:
     """The servers named by ``--mcp`` and ``--mcp-config`` (none: an empty list)."""
     if not values and config is None:
         return []
+    _quiet_sdk_logs()
     from host.mcp import (
         McpConfigError,
         McpUnavailableError,
