@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
@@ -169,3 +170,72 @@ async def test_streamable_http_on_localhost(http_server: str) -> None:
         )
         assert result.structured_content == {"logs": ["over http"], "result": "hello, mcp!"}
         assert [data for _, data in logs.items] == ["over http"]
+
+
+def _stdio(*extra: str) -> Any:
+    command = _command(*extra)
+    return stdio_client(
+        StdioServerParameters(command=command[0], args=command[1:], env=child_env())
+    )
+
+
+async def test_a_long_run_sends_progress_and_a_runaway_fails_as_budget() -> None:
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with _client(_stdio(), _Logs()) as client:
+        result = await client.call_tool(
+            "run_code",
+            {"code": "import time\ntime.sleep(2.6)\nreturn 1"},
+            progress_callback=on_progress,
+        )
+        assert result.structured_content == {"logs": [], "result": 1}
+    assert len(progress) >= 2, progress
+    assert all(total == 50.0 for _, total, _ in progress)  # the default wall budget, in s
+    assert [value for value, _, _ in progress] == sorted(value for value, _, _ in progress)
+    assert "compute" in (progress[0][2] or "")
+
+    async with _client(_stdio("--wall-ms", "800"), _Logs()) as client:
+        runaway = await client.call_tool("run_code", {"code": "import time\ntime.sleep(30)"})
+    assert runaway.is_error is True
+    facts = (runaway.structured_content or {})["code_run"]
+    assert (facts["kind"], facts["budget"]) == ("budget", "wall")
+
+
+async def test_a_cancelled_call_stops_the_run() -> None:
+    logs = _Logs()
+    program = "import os\nprint(os.getcwd(), flush=True)\nimport time\ntime.sleep(60)"
+    async with _client(_stdio("--isolation", "process"), logs) as client:
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool("run_code", {"code": program})
+
+            group.start_soon(call)
+            with anyio.fail_after(20):
+                while not logs.items:  # the program runs: its first line arrived
+                    await anyio.sleep(0.02)
+            workdir = Path(logs.items[0][1])
+            assert workdir.is_dir()
+            group.cancel_scope.cancel()  # the client sends notifications/cancelled
+        with anyio.fail_after(10):
+            while workdir.exists():  # the run was stopped and cleaned up
+                await anyio.sleep(0.05)
+            quick = await client.call_tool("run_code", {"code": "return 2"})
+        assert quick.structured_content == {"logs": [], "result": 2}
+
+
+async def test_a_log_flood_is_batched_into_few_notifications() -> None:
+    logs = _Logs()
+    async with _client(_stdio(), logs) as client:
+        result = await client.call_tool(
+            "run_code", {"code": "for i in range(100_000):\n    print(i)\nreturn 'done'"}
+        )
+    assert (result.structured_content or {})["result"] == "done"
+    assert len((result.structured_content or {})["logs"]) == 100_000  # the result has every line
+    assert len(logs.items) < 1_000  # not one notification per line
+    forwarded = "\n".join(str(data) for _, data in logs.items).split("\n")
+    assert forwarded[:3] == ["0", "1", "2"]
+    assert forwarded[-1] == "99999" or "not forwarded" in forwarded[-1]
