@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ def prog(tmp_path: Path) -> Path:
     return path
 
 
-def _one_object(stdout: str) -> dict[str, object]:
+def _one_object(stdout: str) -> dict[str, Any]:
     lines = stdout.splitlines()
     assert len(lines) == 1, stdout
     obj = json.loads(lines[0])
@@ -118,8 +119,8 @@ def test_usage_errors_are_one_line_and_one_json_object(
     _clean(done.stderr)
     assert needle in done.stderr
     obj = _one_object(done.stdout)
-    assert obj["error"] == {"kind": "usage", "message": obj["error"]["message"]}  # type: ignore[index]
-    assert needle in obj["error"]["message"]  # type: ignore[index]
+    assert obj["error"] == {"kind": "usage", "message": obj["error"]["message"]}
+    assert needle in obj["error"]["message"]
     assert (tmp_path / "target").read_text() == "precious\n"  # the symlink was not followed
 
 
@@ -141,7 +142,7 @@ def test_a_program_from_a_closed_stdin_is_a_usage_error(tools: Path) -> None:
     assert done.returncode == 2
     _clean(done.stderr)
     assert "standard input is closed" in done.stderr
-    assert _one_object(done.stdout)["error"] == {  # type: ignore[comparison-overlap]
+    assert _one_object(done.stdout)["error"] == {
         "kind": "usage",
         "message": "standard input is closed: give a program file, or pipe it in",
     }
@@ -183,7 +184,7 @@ def test_run_check_without_ty_is_a_usage_error(tools: Path, prog: Path, tmp_path
     assert done.returncode == 2, done.stderr
     _clean(done.stderr)
     assert "pip install ty" in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert _one_object(done.stdout)["error"]["kind"] == "usage"  # type: ignore[index]
+    assert _one_object(done.stdout)["error"]["kind"] == "usage"
 
 
 def test_whatever_the_bindings_print_stays_off_stdout(tmp_path: Path, prog: Path) -> None:
@@ -227,4 +228,4 @@ def test_a_server_printing_garbage_fails_fast_with_a_message(tmp_path: Path, pro
     assert done.returncode == 2, done.stderr
     _clean(done.stderr)
     assert "MCP server 'junk'" in done.stderr and "not JSON-RPC" in done.stderr
-    assert _one_object(done.stdout)["error"]["kind"] == "usage"  # type: ignore[index]
+    assert _one_object(done.stdout)["error"]["kind"] == "usage"

@@ -180,10 +180,10 @@ def _stdio(*extra: str) -> Any:
 
 
 async def test_a_long_run_sends_progress_and_a_runaway_fails_as_budget() -> None:
-    progress: list[tuple[float, float | None, str | None]] = []
+    seen: list[tuple[float, float | None, str | None]] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append((value, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     async with _client(_stdio(), _Logs()) as client:
         result = await client.call_tool(
@@ -192,10 +192,10 @@ async def test_a_long_run_sends_progress_and_a_runaway_fails_as_budget() -> None
             progress_callback=on_progress,
         )
         assert result.structured_content == {"logs": [], "result": 1}
-    assert len(progress) >= 2, progress
-    assert all(total == 50.0 for _, total, _ in progress)  # the default wall budget, in s
-    assert [value for value, _, _ in progress] == sorted(value for value, _, _ in progress)
-    assert "compute" in (progress[0][2] or "")
+    assert len(seen) >= 2, seen
+    assert all(total == 50.0 for _, total, _ in seen)  # the default wall budget, in s
+    assert [value for value, _, _ in seen] == sorted(value for value, _, _ in seen)
+    assert "compute" in (seen[0][2] or "")
 
     async with _client(_stdio("--wall-ms", "800"), _Logs()) as client:
         runaway = await client.call_tool("run_code", {"code": "import time\ntime.sleep(30)"})

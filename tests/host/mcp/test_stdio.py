@@ -78,14 +78,13 @@ async def test_a_regular_file_is_read_too_and_the_writer_writes_everything(
         os.close(write)
 
 
-def _serve(*extra: str, **kwargs: object) -> subprocess.Popen[bytes]:
+def _serve(*extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "host.cli", "mcp", *extra],
         stdin=subprocess.PIPE,  # kept open: only a signal can end it
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=child_env(),
-        **kwargs,  # type: ignore[arg-type]
     )
 
 
