@@ -75,6 +75,8 @@ class Stopper:
         """How long the clean-up after a first signal may take before the command exits anyway."""
         self.received: list[int] = []
         self.in_loop = False
+        self.installed = False
+        """Whether ``install`` made this the process's handler (``dsh-code`` itself)."""
         self.on_hard_exit: Callable[[int], None] | None = None
         """Called with the signal before a hard exit (e.g. to write the ``--json`` object)."""
 
@@ -99,6 +101,8 @@ class Stopper:
 
     def reinstall(self) -> None:
         """Put the synchronous handler back (the event loop's receiver restores the defaults)."""
+        if not self.installed:
+            return  # not the command's process (a test runner): leave its handlers alone
         for sig in SIGNALS:
             signal.signal(sig, self.handle)
 
@@ -154,5 +158,6 @@ class Stopper:
 def install() -> Stopper:
     """Install the synchronous handlers for SIGINT, SIGTERM and SIGHUP; return their state."""
     stopper = Stopper()
+    stopper.installed = True
     stopper.reinstall()
     return stopper
