@@ -63,6 +63,10 @@ def _blocks() -> list[Block]:
 BLOCKS = _blocks()
 
 
+def _name(block: Block) -> str:
+    return block.name
+
+
 def _env() -> dict[str, str]:
     """The quick start's environment: the .venv activated (this interpreter's bin first)."""
     env = dict(os.environ)
@@ -88,9 +92,7 @@ def test_the_readme_has_the_blocks_this_test_knows() -> None:
     assert len(_of("sh")) >= 5 and len(_of("python")) >= 4
 
 
-@pytest.mark.parametrize(
-    "block", [b for b in _of("sh") if not _is_synopsis(b)], ids=Block.name.fget
-)  # type: ignore[attr-defined]
+@pytest.mark.parametrize("block", [b for b in _of("sh") if not _is_synopsis(b)], ids=_name)
 def test_a_shell_block_runs_as_written(block: Block) -> None:
     if any(marker in block.text for marker in NETWORK):
         pytest.skip("needs the network: installs packages from PyPI (and npm)")
@@ -113,7 +115,7 @@ def _has_top_level_await(text: str) -> bool:
     return bool(re.search(r"^(await |async with |async for )", text, re.MULTILINE))
 
 
-@pytest.mark.parametrize("block", _of("python"), ids=Block.name.fget)  # type: ignore[attr-defined]
+@pytest.mark.parametrize("block", _of("python"), ids=_name)
 def test_a_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     first = block.text.splitlines()[0]
     excerpt = re.match(r"# (\S+) \(abridged\)", first)
@@ -149,7 +151,7 @@ def test_a_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize("block", _of("json"), ids=Block.name.fget)  # type: ignore[attr-defined]
+@pytest.mark.parametrize("block", _of("json"), ids=_name)
 def test_a_json_block_is_a_config_whose_files_exist(block: Block) -> None:
     config = json.loads(block.text)
     for name, server in config["mcpServers"].items():
