@@ -8,9 +8,11 @@ the environment of the quick start (``source .venv/bin/activate``: this interpre
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -96,16 +98,23 @@ def test_the_readme_has_the_blocks_this_test_knows() -> None:
 def test_a_shell_block_runs_as_written(block: Block) -> None:
     if any(marker in block.text for marker in NETWORK):
         pytest.skip("needs the network: installs packages from PyPI (and npm)")
-    done = subprocess.run(
+    process = subprocess.Popen(
         ["bash", "-e", "-o", "pipefail", "-c", block.text],
         cwd=ROOT,
         env=_env(),
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=150,
-        check=False,
+        start_new_session=True,  # its background jobs too are ours to end
     )
+    try:
+        out, err = process.communicate(timeout=150)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # whatever a failed block left running
+        process.communicate()
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr, done.stderr
     assert done.stdout.strip(), "a README example should show something"

@@ -139,16 +139,16 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
         try:
             async with stopper.watch(on_signal):
                 registry = make_registry(plan.bindings, asker)
-                async with (
-                    open_mcp(plan.mcp, registry, plan.mcp_timeout_ms),
-                    plan.runtime.runtime() as runtime,
-                ):
+                async with open_mcp(plan.mcp, registry, plan.mcp_timeout_ms):
+                    # From here a signal aborts the run rather than cancelling: a template
+                    # cancelled while it starts prints its own traceback (BrokenPipeError).
                     started[0] = True
-                    if outcome.signum is not None:
-                        controller.abort(f"interrupted by {signal_name(outcome.signum)}")
-                    outcome.result = await _run_program(
-                        plan, registry, runtime, controller, display, outcome
-                    )
+                    async with plan.runtime.runtime() as runtime:
+                        if outcome.signum is not None:
+                            return
+                        outcome.result = await _run_program(
+                            plan, registry, runtime, controller, display, outcome
+                        )
         finally:
             if display is not None:
                 display.close()

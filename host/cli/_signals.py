@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import FrameType
 from typing import Final, NoReturn
@@ -88,14 +89,15 @@ class Stopper:
         if not self.in_loop:
             raise Interrupted(signum)
 
-    def hard_exit(self, signum: int) -> NoReturn:
-        """A second signal: kill what we started, say so, exit at once."""
+    def hard_exit(self, signum: int, why: str | None = None) -> NoReturn:
+        """A second signal (or ``why``): kill what we started, say so, exit at once."""
         kill_descendants()
         with contextlib.suppress(BaseException):
             if self.on_hard_exit is not None:
                 self.on_hard_exit(signum)
         with contextlib.suppress(BaseException):
-            sys.stderr.write(f"\ndsh-code: {signal_name(signum)} again: exiting at once\n")
+            why = why or f"{signal_name(signum)} again"
+            sys.stderr.write(f"\ndsh-code: {why}: exiting at once\n")
             sys.stderr.flush()
         os._exit(exit_code_for(signum))
 
@@ -126,19 +128,26 @@ class Stopper:
         """``on_signal(signum)`` on the first signal; a hard exit on the next or past the grace."""
         import anyio
 
-        async def receive(receiver: AsyncIterator[int]) -> None:
-            async for signum in receiver:
-                self.received.append(signum)
-                if len(self.received) > 1:
-                    self.hard_exit(signum)
-                stop(signum)
+        own = anyio.CancelScope(shield=True)  # the caller cancelling everything must not stop it
 
-        async def expire(signum: int) -> None:
-            await anyio.sleep(self.grace_s)
-            self.hard_exit(signum)
+        async def receive(receiver: AsyncIterator[int]) -> None:
+            with own:
+                async for signum in receiver:
+                    self.received.append(signum)
+                    if len(self.received) > 1:
+                        self.hard_exit(signum)
+                    stop(signum)
+
+        timers: list[threading.Timer] = []
 
         def stop(signum: int) -> None:
-            group.start_soon(expire, signum)
+            # A thread, not a task: the clean-up bound holds even if the loop is stuck or
+            # the caller's cancellation reaches every task.
+            late = f"the clean-up took longer than {self.grace_s:g} s"
+            timer = threading.Timer(self.grace_s, self.hard_exit, (signum, late))
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
             on_signal(signum)
 
         try:
@@ -150,8 +159,10 @@ class Stopper:
                     try:
                         yield
                     finally:
-                        group.cancel_scope.cancel()
+                        own.cancel()
         finally:
+            for timer in timers:
+                timer.cancel()
             self.reinstall()  # the loop's receiver leaves the default handlers behind
 
 

@@ -165,3 +165,37 @@ def test_a_signal_during_start_up_is_a_message_never_a_traceback(
     lines = out.splitlines()
     assert len(lines) == 1, out
     assert json.loads(lines[0])["error"]["kind"] == "aborted"
+
+
+def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None:
+    stall = tmp_path / "stall.py"
+    stall.write_text(
+        "import time\nfrom host.tools import tool\n\n@tool\ndef stall() -> int:\n"
+        '    """Block a worker thread, deaf to the abort."""\n    time.sleep(120)\n    return 0\n'
+    )
+    path = tmp_path / "prog.py"
+    path.write_text("print('stalling', flush=True)\nreturn await tools.stall()")
+    log = tmp_path / "session.jsonl"
+    process = subprocess.Popen(
+        cli("run", str(path), "-b", str(stall), "--json", "--log", str(log)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    try:
+        # The call was dispatched: its body is in a worker thread.
+        assert wait_until(lambda: log.exists() and "code-dispatch-start" in log.read_text())
+        started = descendants(process.pid)
+        sent = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        _kill(process)
+    assert process.returncode == 143
+    assert 5 < took < 40  # the 10 s bound, not the tool's 120 s
+    assert "clean-up took longer than 10 s" in err
+    assert json.loads(out)["error"]["kind"] == "aborted"
+    assert gone(started)
