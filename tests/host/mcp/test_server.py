@@ -1,9 +1,10 @@
-"""``dsh-code mcp`` as a real subprocess, driven by the ``mcp`` SDK's client (stdio and HTTP)."""
+"""``dsh-code mcp`` as a real subprocess, driven by the ``mcp`` SDK's client and the TypeScript one."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -21,7 +22,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LoggingMessageNotificationParams
 
-from .support import BINDINGS, DEMO, child_env, pid_alive, wait_gone
+from host.cli._options import MCP_WALL_MS
+
+from .support import BINDINGS, DEMO, ROOT, child_env, pid_alive, wait_gone
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -239,3 +242,35 @@ async def test_a_log_flood_is_batched_into_few_notifications() -> None:
     forwarded = "\n".join(str(data) for _, data in logs.items).split("\n")
     assert forwarded[:3] == ["0", "1", "2"]
     assert forwarded[-1] == "99999" or "not forwarded" in forwarded[-1]
+
+
+CLIENT = Path(__file__).with_name("ts_client.mjs")
+SDK = ROOT / "node_modules" / "@modelcontextprotocol" / "sdk"
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.skipif(
+    shutil.which("node") is None or not SDK.is_dir(),
+    reason="needs node and npm's @modelcontextprotocol/sdk (scripts/setup installs them)",
+)
+async def test_the_typescript_sdk_client_gets_a_budget_failure_before_its_timeout() -> None:
+    """The official TypeScript MCP SDK's client (npm) over stdio: ``tests/host/mcp/ts_client.mjs``."""
+    with anyio.fail_after(80):
+        done = await anyio.run_process(
+            ["node", str(CLIENT), sys.executable, str(BINDINGS), "2500"],
+            cwd=ROOT,
+            env=child_env(),
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    seen = json.loads(done.stdout)
+    assert seen["defaultTimeoutMs"] > MCP_WALL_MS  # our default budget ends first
+    assert seen["tools"] == ["get_tool_schema", "list_tools", "run_code"]
+    runaway = seen["runaway"]
+    assert runaway["isError"] is True
+    facts = runaway["structuredContent"]["code_run"]
+    assert (facts["kind"], facts["budget"]) == ("budget", "wall")
+    assert len(seen["progress"]) >= 1  # the client's token got progress while it ran
+    assert seen["progress"][0]["total"] == 2.5
+    assert seen["quick"]["structuredContent"] == {"logs": [], "result": 42}
+    assert seen["stderr"].startswith("dsh-code mcp: serving run_code over ")
