@@ -30,6 +30,7 @@ from host.cli._options import (
     WallMsOption,
 )
 from host.cli._output import (
+    is_terminal,
     report_usage,
     reset_json,
     result_stream,
@@ -267,12 +268,12 @@ def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -
             obj["log_error"] = log_error
         emit(obj)
     else:
-        terminal = result_stream().isatty()
+        terminal = is_terminal(result_stream())
         if result.error is None:
             if result.has_value:
                 write_result(render_value(result.value, terminal=terminal) + "\n")
         else:
-            sys.stderr.write(render_failure(result.error, terminal=sys.stderr.isatty()) + "\n")
+            sys.stderr.write(render_failure(result.error, terminal=is_terminal(sys.stderr)) + "\n")
     if signum is not None:
         raise typer.Exit(exit_code_for(signum))
     raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
@@ -423,9 +424,7 @@ def mcp_command(
     check_choice("--policy", policy, POLICIES)
     if not bindings and not mcp and mcp_config is None:
         raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
-    if http is not None and token is not None and no_auth:
-        raise UsageFailure("--token and --no-auth exclude each other")
-    if http is not None and token is not None and len(token) < 16:
+    if http is not None and token is not None and not no_auth and len(token) < 16:
         raise UsageFailure("--token must be at least 16 characters")
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     from host.mcp import McpUnavailableError, require_mcp

@@ -18,7 +18,14 @@ import time
 from collections.abc import Iterator
 from typing import IO, Final, TextIO
 
-__all__ = ("Display", "claim_stdout", "for_terminal", "result_stream", "write_result")
+__all__ = (
+    "Display",
+    "claim_stdout",
+    "for_terminal",
+    "is_terminal",
+    "result_stream",
+    "write_result",
+)
 
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ERASE: Final = "\r\x1b[2K"
@@ -65,7 +72,7 @@ def result_stream() -> TextIO:
 def write_result(text: str) -> None:
     """Write ``text`` to the result stream and flush; a closed pipe is not an error of ours."""
     stream = result_stream()
-    with contextlib.suppress(BrokenPipeError, ValueError):
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, or no stdout at all
         stream.write(text)
         stream.flush()
 
@@ -82,9 +89,9 @@ def stdout_to_stderr() -> Iterator[TextIO]:
         _outer.remove(out)
 
 
-def _is_terminal(stream: IO[str]) -> bool:
+def is_terminal(stream: IO[str] | None) -> bool:
     try:
-        return stream.isatty()
+        return stream is not None and stream.isatty()
     except (ValueError, OSError):
         return False
 
@@ -95,8 +102,8 @@ class Display:
     def __init__(self, out: TextIO, err: TextIO, *, status: bool) -> None:
         self.out = out
         self.err = err
-        self.out_is_terminal = _is_terminal(out)
-        self.err_is_terminal = _is_terminal(err)
+        self.out_is_terminal = is_terminal(out)
+        self.err_is_terminal = is_terminal(err)
         self.status_enabled = status and self.err_is_terminal
         self._shown = False
         self._paused = 0
@@ -110,7 +117,7 @@ class Display:
             return 79
 
     def _write_err(self, text: str) -> None:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             self.err.write(text)
             self.err.flush()
 
@@ -143,7 +150,7 @@ class Display:
         shared = self.out_is_terminal and self._shown  # the same terminal, most likely
         if shared:
             self._erase()
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # no stdout: nothing to do
             self.out.write(text + "\n")
             self.out.flush()
         if shared:
