@@ -160,7 +160,7 @@ class Display:
         """One line of the command's own on stderr, above the status line."""
         shown = self._shown
         self._erase()
-        self._write_err(text + "\n")
+        self._write_err(("\n" if self._paused else "") + text + "\n")  # below a pending prompt
         if shown:
             self._draw()
 
