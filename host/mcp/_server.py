@@ -310,12 +310,7 @@ async def serve(
     on_ready: Callable[[str], None] | None = None,
     stdio_fds: tuple[int, int] | None = None,
 ) -> None:
-    """Serve ``codemode`` over stdio, or streamable HTTP on localhost when ``http_port`` is set.
-
-    ``on_ready`` gets ``"stdio"`` or the URL once clients can connect. Over stdio,
-    ``stdio_fds`` (read, write) are served instead of the process's stdin and stdout, read
-    without a thread so that cancelling ``serve`` ends it at once.
-    """
+    """Serve over stdio (``stdio_fds``: read without a thread) or HTTP; ``on_ready`` when up."""
     config = config or McpServeConfig()
     server = build_server(codemode, config, scope=scope)
     if config.http_port is None:
