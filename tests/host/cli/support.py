@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -162,3 +164,44 @@ class Terminal:
         if self.process.isalive():
             self.process.terminate(force=True)
         self.process.close(force=True)
+
+
+def workdirs(pids: list[int]) -> list[Path]:
+    """The run directories these processes work in (the run's child, the spare ones)."""
+    found = []
+    for pid in pids:
+        try:
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:
+            continue
+        if cwd.name.startswith("dsh-run-"):
+            found.append(cwd)
+    return found
+
+
+class WorkdirWatch:
+    """Every run directory a process tree works in, seen until stopped (a thread polls)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.seen: set[Path] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.01):
+            self.seen.update(workdirs(descendants(self.pid)))
+
+    def stop(self) -> list[Path]:
+        """Stop watching; the directories seen."""
+        self._stop.set()
+        self._thread.join()
+        return sorted(self.seen)
+
+
+def sweep(*dirs: Path | None) -> None:
+    """Remove run directories a killed ``dsh-code`` left (what the next runtime's sweep does)."""
+    for workdir in dirs:
+        if workdir is not None and workdir.name.startswith("dsh-run-") and workdir.exists():
+            shutil.rmtree(workdir, ignore_errors=True)

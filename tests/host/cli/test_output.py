@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import Terminal, descendants, gone
+from .support import Terminal, WorkdirWatch, descendants, gone, sweep
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -143,11 +143,14 @@ def test_ctrl_c_aborts_the_run_and_leaves_nothing_behind(tmp_path: Path, binding
 
 def test_a_second_ctrl_c_exits_at_once(tmp_path: Path, bindings: Path) -> None:
     program = _program(
-        tmp_path, "print('stalling', flush=True)\nreturn await tools.stall(seconds=60)"
+        tmp_path,
+        "import os\nprint('stalling in', os.getcwd(), flush=True)\n"
+        "return await tools.stall(seconds=60)",
     )
-    term = Terminal.start("run", str(program), "-b", str(bindings))
+    term = Terminal.start("run", str(program), "-b", str(bindings), "--isolation", "process")
+    watch = WorkdirWatch(term.process.pid)  # the run's directory and the spare children's
     try:
-        term.wait_for("stalling")
+        term.wait_for("stalling in ")
         started = descendants(term.process.pid)
         term.process.sendintr()  # the stalled tool keeps the clean-up waiting
         term.wait_for("Ctrl-C again to exit at once")  # the first one was handled
@@ -157,6 +160,7 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path: Path, bindings: Path) -> None:
         took = time.monotonic() - sent
     finally:
         term.close()
+        sweep(*watch.stop())  # an exit at once leaves them to the next start's sweep
     assert code == 130
     assert took < 5  # at once, not after the stalled call or the clean-up bound
     assert "again: exiting at once" in "\n".join(term.lines())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import ROOT, cli, descendants, env, gone, handles, wait_until
+from .support import ROOT, WorkdirWatch, cli, descendants, env, gone, handles, sweep, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -134,7 +134,10 @@ def test_sigkill_leaves_no_mcp_server_or_template_running(tmp_path: Path) -> Non
         HUNG_MCP,
         "--mcp",
         f"faulty={sys.executable} {FAULTY} ok {pidfile}",
+        "--isolation",
+        "process",
     )
+    watch = WorkdirWatch(process.pid)
     try:
         _workdir(process)
         started = descendants(process.pid)
@@ -143,7 +146,7 @@ def test_sigkill_leaves_no_mcp_server_or_template_running(tmp_path: Path) -> Non
         process.communicate(timeout=30)
     finally:
         _kill(process)
-    # A run directory left by SIGKILL is swept by the next runtime's start (the sandbox's job).
+        sweep(*watch.stop())  # left by SIGKILL: the next start sweeps them (the sandbox's job)
     assert gone(started, timeout=15)
 
 
@@ -174,16 +177,27 @@ def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None
         '    """Block a worker thread, deaf to the abort."""\n    time.sleep(120)\n    return 0\n'
     )
     path = tmp_path / "prog.py"
-    path.write_text("print('stalling', flush=True)\nreturn await tools.stall()")
+    path.write_text("import os\nprint(os.getcwd(), flush=True)\nreturn await tools.stall()")
     log = tmp_path / "session.jsonl"
     process = subprocess.Popen(
-        cli("run", str(path), "-b", str(stall), "--json", "--log", str(log)),
+        cli(
+            "run",
+            str(path),
+            "-b",
+            str(stall),
+            "--json",
+            "--log",
+            str(log),
+            "--isolation",
+            "process",
+        ),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env(),
     )
+    watch = WorkdirWatch(process.pid)
     try:
         # The call was dispatched: its body is in a worker thread.
         assert wait_until(lambda: log.exists() and "code-dispatch-start" in log.read_text())
@@ -194,6 +208,7 @@ def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None
         took = time.monotonic() - sent
     finally:
         _kill(process)
+        sweep(*watch.stop())  # the bound's exit at once leaves them to the next start's sweep
     assert process.returncode == 143
     assert 5 < took < 40  # the 10 s bound, not the tool's 120 s
     assert "clean-up took longer than 10 s" in err
