@@ -2,232 +2,177 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
-import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any
 
 import anyio
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.text import Text
 
-from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_bindings
-from host.cli._mcp import (
-    McpConfigOption,
-    McpOption,
-    McpTimeoutOption,
-    McpUsageError,
-    mcp_definitions,
-    mcp_specs,
-    open_mcp,
+from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageFailure
+from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption, McpUsageError
+from host.cli._options import (
+    DEFAULTS,
+    MCP_WALL_MS,
+    BindingsOption,
+    ComputeMsOption,
+    IsolationOption,
+    MaxHeapMbOption,
+    MaxOutputBytesOption,
+    MaxParallelSubCallsOption,
+    MaxProcessesOption,
+    MaxToolCallsOption,
+    NoCgroupsOption,
+    PolicyOption,
+    WallMsOption,
 )
-from host.cli._session_log import SessionLog
+from host.cli._output import (
+    is_terminal,
+    report_usage,
+    reset_json,
+    result_stream,
+    stdout_to_stderr,
+    write_json,
+    write_result,
+)
+from host.cli._session_log import LogFileError, SessionLog
+from host.cli._setup import (
+    POLICIES,
+    RuntimeOptions,
+    check_choice,
+    load_tools,
+    make_registry,
+    mcp_servers,
+    mcp_tools,
+    read_program,
+)
+from host.cli._signals import Stopper, exit_code_for
 from host.codemode import CodeModeConfig
-from host.tools import ToolDefinition, ToolRegistry, ToolResult, ToolsConfig
-from runtime import Limits, RunResult, RunStats, RuntimeUsageError
+from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
-if TYPE_CHECKING:
-    from host.mcp import McpServerSpec
-    from host.sandbox import SubprocessRuntime
+__all__ = ("STOPPER", "app")
 
-__all__ = ("app",)
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("dsh-code")
+        except PackageNotFoundError:
+            number = "unknown (not installed)"
+        write_result(f"dsh-code {number}\n")
+        raise typer.Exit(EXIT_OK)
+
 
 app = typer.Typer(
     name="dsh-code",
     help="Run Python programs that call tools, each in a fresh contained child process.",
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-BindingsOption = Annotated[
-    list[Path],
-    typer.Option(
-        "--bindings",
-        "-b",
-        help="A Python file whose top-level tools are bound under tools.",
-        show_default=False,
-    ),
-]
+#: Where signals go; ``host.cli.main`` installs its own before the commands run.
+STOPPER: list[Stopper] = []
 
 
-IsolationOption = Annotated[
-    str,
-    typer.Option(
-        help="auto (namespaces where the kernel allows, else process), namespaces or process."
-    ),
-]
-MaxProcessesOption = Annotated[
-    int,
-    typer.Option(min=4, help="Processes + threads a run may have (needs a pids cgroup)."),
-]
-NoCgroupsOption = Annotated[
-    bool, typer.Option("--no-cgroups", help="Do not give runs cgroups of their own.")
-]
+def _stopper() -> Stopper:
+    if not STOPPER:
+        STOPPER.append(Stopper())
+    return STOPPER[0]
 
 
-@dataclass(frozen=True)
-class _RuntimeOptions:
-    """How ``dsh-code`` makes its ``SubprocessRuntime``."""
-
-    isolation: str = "auto"
-    max_processes: int = 1024
-    use_cgroups: bool = True
-
-    @classmethod
-    def checked(cls, isolation: str, max_processes: int, no_cgroups: bool) -> _RuntimeOptions:
-        if isolation not in ("auto", "namespaces", "process"):
-            raise _fail_usage(f"--isolation must be auto, namespaces or process, not {isolation!r}")
-        return cls(isolation, max_processes, not no_cgroups)
-
-    def runtime(self) -> SubprocessRuntime:
-        from host.sandbox import SubprocessRuntime
-
-        return SubprocessRuntime(
-            isolation=self.isolation,
-            max_processes=self.max_processes,
-            use_cgroups=self.use_cgroups,
-        )
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Run Python programs that call tools, each in a fresh contained child process."""
 
 
-def _fail_usage(message: str) -> typer.Exit:
-    Console(stderr=True, soft_wrap=True).print(
-        f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True
-    )
-    return typer.Exit(EXIT_USAGE)
+def _usage_errors(command: Callable[..., None]) -> Callable[..., None]:
+    """A command whose ``UsageFailure`` is reported (and, for ``--json``, as the object): exit 2."""
 
-
-def _tools(paths: list[Path]) -> Bindings:
-    try:
-        return load_bindings(paths)
-    except BindingsError as exc:
-        raise _fail_usage(str(exc)) from None
-
-
-def _read_program(program: str) -> str:
-    if program == "-":
-        return sys.stdin.read()
-    path = Path(program)
-    if not path.is_file():
-        raise _fail_usage(f"program file not found: {program}")
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail_usage(f"cannot read {program}: {exc}") from None
-
-
-def _ask_handler(decide: bool | None) -> Any:
-    """Answers ``ask`` decisions: --yes/--no, else a prompt at a terminal, else no."""
-    lock: list[anyio.Lock] = []
-
-    async def handler(call: Any, decision: Any) -> bool:
-        if decide is not None:
-            return decide
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            return False
-        if not lock:
-            lock.append(anyio.Lock())
-        prompt = getattr(decision, "prompt", "") or ""
-        question = f"{prompt} — allow {call.name}?" if prompt else f"allow {call.name}?"
-        async with lock[0]:  # one question at a time, even for parallel calls
-            answer = await anyio.to_thread.run_sync(
-                lambda: typer.confirm(question, default=False, err=True)
-            )
-        return bool(answer)
-
-    return handler
-
-
-def _mcp(values: list[str], config: Path | None) -> list[McpServerSpec]:
-    try:
-        return mcp_specs(values, config)
-    except McpUsageError as exc:
-        raise _fail_usage(str(exc)) from None
-
-
-def _mcp_tools(values: list[str], config: Path | None) -> list[ToolDefinition]:
-    """The MCP servers' tool definitions, for the commands that only read schemas."""
-    try:
-        return mcp_definitions(_mcp(values, config))
-    except McpUsageError as exc:
-        raise _fail_usage(str(exc)) from None
-
-
-def _registry(
-    bindings: Bindings, decide: bool | None, extra: list[ToolDefinition] | None = None
-) -> ToolRegistry:
-    registry = ToolRegistry(ToolsConfig(mode="code"), ask_handler=_ask_handler(decide))
-    for definition in [*bindings.tools, *(extra or [])]:
-        registry.register(definition)
-    for setup in bindings.setups:
+    @functools.wraps(command)
+    def checked(*args: Any, **kwargs: Any) -> None:
         try:
-            setup(registry)
-        except Exception as exc:
-            raise _fail_usage(
-                f"{SETUP_HOOK}() of a bindings file failed: {type(exc).__name__}: {exc}"
-            ) from None
-    return registry
+            command(*args, **kwargs)
+        except UsageFailure as exc:
+            report_usage(exc.message, json_output=bool(kwargs.get("json_output")))
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return checked
 
 
-class _Status:
-    """The live status line: elapsed time, compute used against the budget, calls made."""
-
-    def __init__(self, console: Console, limits: Limits) -> None:
-        self.console = console
-        self.limits = limits
-        self.started = time.monotonic()
-        self.stats: RunStats | None = None
-        self.calls = 0
-
-    def render(self) -> Text:
-        compute = self.stats.compute_ms if self.stats else 0.0
-        elapsed = time.monotonic() - self.started
-        return Text(
-            f"⏱ {elapsed:5.1f}s  compute {compute / 1000:.2f}/{self.limits.compute_ms / 1000:g}s"
-            f"  calls {self.calls}",
-            style="dim",
-        )
+def _limits(
+    compute_ms: int,
+    wall_ms: int,
+    max_output_bytes: int,
+    max_heap_mb: int,
+    max_parallel_sub_calls: int,
+) -> Limits:
+    return Limits(
+        compute_ms=compute_ms,
+        max_wall_ms=wall_ms,
+        max_output_bytes=max_output_bytes,
+        max_heap_mb=max_heap_mb,
+        max_parallel_sub_calls=max_parallel_sub_calls,
+    )
 
 
-def _print_failure(console: Console, result: RunResult) -> None:
-    error = result.error
-    assert error is not None
-    title = error.kind + (f" ({error.budget})" if error.budget else "")
-    console.print(f"[bold red]✗ the program failed: {title}[/]", highlight=False)
-    console.print(error.message, markup=False, highlight=False)
-    if error.exit_status is not None:
-        console.print(f"exit status: {error.exit_status}", highlight=False)
+def _unwrap_usage(exc: BaseException) -> UsageFailure | None:
+    """A usage error hidden in an exception group (a task group re-raises what it caught)."""
+    import sdkgen
+    from host.mcp import McpError
+
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _unwrap_usage(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, UsageFailure):
+        return exc
+    if isinstance(
+        exc,
+        McpUsageError | McpError | RuntimeUsageError | RuntimeEnvironmentError | sdkgen.SdkgenError,
+    ):
+        return UsageFailure(str(exc))
+    return None
 
 
 @app.command()
+@_usage_errors
 def run(
-    program: Annotated[str, typer.Argument(help="The program file, or - for standard input.")],
+    program: Annotated[
+        str, typer.Argument(metavar="PROGRAM", help="The program file, or - for standard input.")
+    ],
     bindings: BindingsOption = [],  # noqa: B006 - typer reads the default, never mutates it
-    compute_ms: Annotated[int, typer.Option(min=1, help="Busy-CPU budget of the run.")] = 60_000,
-    wall_ms: Annotated[int, typer.Option(min=1, help="Wall-clock budget of the run.")] = 600_000,
-    max_output_bytes: Annotated[int, typer.Option(min=1, help="Cap on logs + result bytes.")] = 64
-    * 1024
-    * 1024,
-    memory_mb: Annotated[int, typer.Option(min=1, help="Heap cap of the program.")] = 512,
-    max_parallel_sub_calls: Annotated[
-        int, typer.Option(min=1, help="Concurrency-safe calls at once.")
-    ] = 10,
-    max_tool_calls: Annotated[
-        int, typer.Option(min=1, help="Tool calls one run may make.")
-    ] = 1_000,
-    policy: Annotated[str, typer.Option(help="python or restricted.")] = "python",
+    compute_ms: ComputeMsOption = DEFAULTS.compute_ms,
+    wall_ms: WallMsOption = DEFAULTS.max_wall_ms,
+    max_output_bytes: MaxOutputBytesOption = DEFAULTS.max_output_bytes,
+    max_heap_mb: MaxHeapMbOption = DEFAULTS.max_heap_mb,
+    max_parallel_sub_calls: MaxParallelSubCallsOption = DEFAULTS.max_parallel_sub_calls,
+    max_tool_calls: MaxToolCallsOption = 1_000,
+    policy: PolicyOption = "python",
     json_output: Annotated[
-        bool, typer.Option("--json", help="Print exactly one JSON object.")
+        bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")
     ] = False,
     log: Annotated[
-        Path | None, typer.Option(help="Write a JSONL session log (zstd if it ends in .zst).")
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Write a JSONL session log, mode 0600 (zstd if it ends in .zst)."
+        ),
     ] = None,
     yes: Annotated[
         bool, typer.Option("--yes", help="Allow every 'ask' without prompting.")
@@ -244,172 +189,115 @@ def run(
     no_cgroups: NoCgroupsOption = False,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
-    if policy not in ("python", "restricted"):
-        raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
-    runtime_options = _RuntimeOptions.checked(isolation, max_processes, no_cgroups)
+    from host.cli._run import RunOutcome, RunPlan, aborted_json, execute
+
+    reset_json()
+    check_choice("--policy", policy, POLICIES)
+    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     if yes and no:
-        raise _fail_usage("--yes and --no exclude each other")
-    source = _read_program(program)
-    loaded = _tools(bindings)
-    servers = _mcp(mcp, mcp_config)
-    limits = Limits(
-        compute_ms=compute_ms,
-        max_wall_ms=wall_ms,
-        max_output_bytes=max_output_bytes,
-        max_heap_mb=memory_mb,
-        max_parallel_sub_calls=max_parallel_sub_calls,
-    )
+        raise UsageFailure("--yes and --no exclude each other")
+    stopper = _stopper()
+    with stdout_to_stderr():  # the bindings files' prints
+        source = read_program(program)
+        loaded = load_tools(bindings)
+    servers = mcp_servers(mcp, mcp_config)
+    limits = _limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls)
     decide = True if yes else False if no else None
     try:
         session = SessionLog(log) if log is not None else None
-    except OSError as exc:
-        raise _fail_usage(f"cannot write the log {log}: {exc}") from None
+    except LogFileError as exc:
+        raise UsageFailure(str(exc)) from None
+    config = CodeModeConfig(
+        limits=limits,
+        policy="restricted" if policy == "restricted" else "python",
+        max_tool_calls=max_tool_calls,
+        preflight_check=check,
+    )
+    plan = RunPlan(
+        source,
+        loaded,
+        config,
+        json_output,
+        session,
+        decide,
+        servers,
+        mcp_timeout_ms,
+        runtime_options,
+    )
+    outcome = RunOutcome()
+
+    def emit(obj: dict[str, Any]) -> None:
+        if json_output:
+            write_json(obj)
+
+    stopper.on_hard_exit = lambda signum: emit(aborted_json(outcome.logs, signum))
+    failure: UsageFailure | None = None
     try:
-        config = CodeModeConfig(
-            limits=limits,
-            policy="restricted" if policy == "restricted" else "python",
-            max_tool_calls=max_tool_calls,
-            preflight_check=check,
-        )
-        plan = _RunPlan(
-            source,
-            loaded,
-            config,
-            json_output,
-            session,
-            decide,
-            servers,
-            mcp_timeout_ms,
-            runtime_options,
-        )
-        result = anyio.run(_run, plan)
-    except (McpUsageError, RuntimeUsageError) as exc:
-        raise _fail_usage(str(exc)) from None
+        with stdout_to_stderr(), stopper.event_loop():
+            anyio.run(execute, plan, stopper, outcome)
+    except BaseException as exc:
+        failure = _unwrap_usage(exc)
+        if failure is None:
+            raise
     finally:
-        if session is not None:
-            session.close()
+        stopper.on_hard_exit = None
+        log_error = session.close() if session is not None else None
+    if failure is not None:
+        raise failure
+    if log_error is not None:
+        sys.stderr.write(f"dsh-code: {log_error}\n")
+    _report(outcome, json_output, log_error, emit)
+
+
+def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -> None:
+    from host.cli._run import aborted_json, render_failure, render_value
+
+    result, signum = outcome.result, outcome.signum
+    if result is None:
+        assert signum is not None  # the loop ends without a result only when a signal stopped it
+        sys.stderr.write(f"dsh-code: interrupted by {_name(signum)} before the run started\n")
+        emit(aborted_json(outcome.logs, signum, started=False))
+        raise typer.Exit(exit_code_for(signum))
+    if signum is not None and result.error is not None and result.error.kind == "aborted":
+        import msgspec
+
+        reason = f"interrupted by {_name(signum)}"
+        result = msgspec.structs.replace(
+            result, error=msgspec.structs.replace(result.error, message=reason)
+        )
     if json_output:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        obj = result.to_json()
+        if log_error is not None:
+            obj["log_error"] = log_error
+        emit(obj)
+    else:
+        terminal = is_terminal(result_stream())
+        if result.error is None:
+            if result.has_value:
+                write_result(render_value(result.value, terminal=terminal) + "\n")
+        else:
+            sys.stderr.write(render_failure(result.error, terminal=is_terminal(sys.stderr)) + "\n")
+    if signum is not None:
+        raise typer.Exit(exit_code_for(signum))
     raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
 
 
-@dataclass(frozen=True)
-class _RunPlan:
-    """Everything ``dsh-code run`` decided before the event loop starts."""
+def _name(signum: int) -> str:
+    from host.cli._signals import signal_name
 
-    source: str
-    bindings: Bindings
-    config: CodeModeConfig
-    json_output: bool
-    session: SessionLog | None
-    decide: bool | None
-    mcp: list[McpServerSpec]
-    mcp_timeout_ms: int
-    runtime: _RuntimeOptions
-
-
-async def _run(plan: _RunPlan) -> RunResult:
-    registry = _registry(plan.bindings, plan.decide)
-    async with open_mcp(plan.mcp, registry, plan.mcp_timeout_ms):
-        return await _run_program(plan, registry)
-
-
-async def _run_program(plan: _RunPlan, registry: ToolRegistry) -> RunResult:
-    from host.codemode import CodeMode
-
-    source, config, json_output, session = plan.source, plan.config, plan.json_output, plan.session
-    out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    status = _Status(err, config.limits)
-    if session is not None:
-        session.write(
-            "run/start",
-            program=source,
-            limits=config.limits,
-            tools=[t.name for t in registry.visible()],
-        )
-        for event in ("tool/code-dispatch-start", "tool/code-dispatch", "result"):
-            registry.on(event, _logger(session, event))
-
-    def on_log(line: str) -> None:
-        if session is not None:
-            session.write("log", line=line)
-        if not json_output:
-            out.print(line, markup=False)
-
-    def on_call(tool: str, result: ToolResult) -> None:
-        status.calls += 1
-
-    def on_progress(stats: RunStats) -> None:
-        status.stats = stats
-
-    async with plan.runtime.runtime() as runtime:
-        codemode = CodeMode(registry, runtime, config)
-        live_wanted = not json_output and err.is_terminal
-        with (
-            Live(status.render(), console=err, transient=True, auto_refresh=False)
-            if live_wanted
-            else _Null() as live
-        ):
-
-            async def refresh() -> None:
-                while True:
-                    if live is not None:
-                        live.update(status.render(), refresh=True)
-                    await anyio.sleep(0.1)
-
-            async with anyio.create_task_group() as tg:
-                if live_wanted:
-                    tg.start_soon(refresh)
-                result = await codemode.run_program(
-                    source, on_log=on_log, on_call=on_call, on_progress=on_progress
-                )
-                tg.cancel_scope.cancel()
-    if session is not None:
-        session.write("run/end", result=result.to_json(), stats=result.stats)
-    if not json_output:
-        if result.error is None:
-            if result.has_value:
-                out.print(json.dumps(result.value, ensure_ascii=False, indent=2), markup=False)
-        else:
-            _print_failure(err, result)
-    return result
-
-
-class _Null:
-    """A stand-in for ``Live`` when there is no terminal."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-
-def _logger(session: SessionLog, event: str) -> Any:
-    def write(payload: Any) -> None:
-        session.write(event, payload=_jsonable(payload))
-
-    return write
-
-
-def _jsonable(payload: Any) -> Any:
-    to_dict = getattr(payload, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    result = getattr(payload, "result", None)
-    call = getattr(payload, "call", None)
-    if result is not None and call is not None:
-        return {"name": call.name, "call_id": call.call_id, "result": result.to_dict()}
-    return payload
+    return signal_name(signum)
 
 
 @app.command()
+@_usage_errors
 def sdk(
     bindings: BindingsOption = [],  # noqa: B006
-    lang: Annotated[str, typer.Option(help="python or typescript.")] = "python",
+    lang: Annotated[
+        str, typer.Option(metavar="python|typescript", help="The SDK's language.")
+    ] = "python",
     check: Annotated[
-        Path | None, typer.Option("--check", help="Fail (exit 1) if FILE differs from the SDK.")
+        Path | None,
+        typer.Option("--check", metavar="FILE", help="Fail (exit 1) if FILE differs from the SDK."),
     ] = None,
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
@@ -417,38 +305,41 @@ def sdk(
     """Print the SDK the model would read for the bindings' and MCP servers' tools."""
     import sdkgen
 
-    if lang not in ("python", "typescript"):
-        raise _fail_usage(f"--lang must be python or typescript, not {lang!r}")
-    loaded = _tools(bindings)
-    registry = _registry(loaded, None, _mcp_tools(mcp, mcp_config))
+    check_choice("--lang", lang, ("python", "typescript"))
+    with stdout_to_stderr():
+        loaded = load_tools(bindings)
+        registry = make_registry(loaded, None, mcp_tools(mcp, mcp_config))
     manifest = registry.manifest()
     text = sdkgen.python_sdk(manifest) if lang == "python" else sdkgen.typescript_sdk(manifest)
     if check is not None:
         try:
             current = check.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise _fail_usage(f"cannot read {check}: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageFailure(f"cannot read {check}: {exc}") from None
         if current != text:
-            Console(stderr=True).print(f"{check} differs from the generated SDK; regenerate it")
+            sys.stderr.write(f"{check} differs from the generated SDK; regenerate it\n")
             raise typer.Exit(EXIT_FAILED)
         raise typer.Exit(EXIT_OK)
-    sys.stdout.write(text)
+    write_result(text)
 
 
 @app.command("tools")
+@_usage_errors
 def tools_command(
     bindings: BindingsOption = [],  # noqa: B006
-    format: Annotated[str, typer.Option(help="json, openai or anthropic.")] = "json",
+    format: Annotated[
+        str, typer.Option(metavar="json|openai|anthropic", help="The schemas' format.")
+    ] = "json",
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
 ) -> None:
     """Print the native tool schemas (function definitions) of the bindings' tools."""
     from host.tools import anthropic_tools, openai_tools
 
-    if format not in ("json", "openai", "anthropic"):
-        raise _fail_usage(f"--format must be json, openai or anthropic, not {format!r}")
-    loaded = _tools(bindings)
-    schemas = _registry(loaded, None, _mcp_tools(mcp, mcp_config)).schemas()
+    check_choice("--format", format, ("json", "openai", "anthropic"))
+    with stdout_to_stderr():
+        loaded = load_tools(bindings)
+        schemas = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).schemas()
     out: list[dict[str, Any]]
     if format == "openai":
         out = openai_tools(schemas)
@@ -456,12 +347,15 @@ def tools_command(
         out = anthropic_tools(schemas)
     else:
         out = [s.to_dict() for s in schemas]
-    sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    write_result(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
 
 
 @app.command("check")
+@_usage_errors
 def check_command(
-    program: Annotated[str, typer.Argument(help="The program file, or - for standard input.")],
+    program: Annotated[
+        str, typer.Argument(metavar="PROGRAM", help="The program file, or - for standard input.")
+    ],
     bindings: BindingsOption = [],  # noqa: B006
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
@@ -469,20 +363,22 @@ def check_command(
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
     import sdkgen
 
-    source = _read_program(program)
-    loaded = _tools(bindings)
-    manifest = _registry(loaded, None, _mcp_tools(mcp, mcp_config)).manifest()
+    with stdout_to_stderr():
+        source = read_program(program)
+        loaded = load_tools(bindings)
+        manifest = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).manifest()
     try:
         diagnostics = sdkgen.check_program(source, manifest)
     except sdkgen.SdkgenError as exc:
-        raise _fail_usage(str(exc)) from None
+        raise UsageFailure(str(exc)) from None
     if diagnostics:
-        sys.stdout.write(sdkgen.render_diagnostics(diagnostics) + "\n")
+        write_result(sdkgen.render_diagnostics(diagnostics) + "\n")
     errors = [d for d in diagnostics if d.severity == "error"]
     raise typer.Exit(EXIT_FAILED if errors else EXIT_OK)
 
 
 @app.command("mcp")
+@_usage_errors
 def mcp_command(
     bindings: BindingsOption = [],  # noqa: B006
     mcp: McpOption = [],  # noqa: B006
@@ -492,18 +388,32 @@ def mcp_command(
         int | None,
         typer.Option(
             "--http",
+            metavar="PORT",
             min=0,
             max=65535,
             help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.",
         ),
     ] = None,
-    compute_ms: Annotated[int, typer.Option(min=1, help="Busy-CPU budget of a run.")] = 60_000,
-    wall_ms: Annotated[int, typer.Option(min=1, help="Wall-clock budget of a run.")] = 600_000,
-    memory_mb: Annotated[int, typer.Option(min=1, help="Heap cap of a program.")] = 512,
-    max_tool_calls: Annotated[
-        int, typer.Option(min=1, help="Tool calls one run may make.")
-    ] = 1_000,
-    policy: Annotated[str, typer.Option(help="python or restricted.")] = "python",
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            metavar="TOKEN",
+            envvar="DSH_CODE_MCP_TOKEN",
+            help="The bearer token --http requires (default: generated and printed).",
+            show_default=False,
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="Serve --http without a bearer token.")
+    ] = False,
+    compute_ms: ComputeMsOption = DEFAULTS.compute_ms,
+    wall_ms: WallMsOption = MCP_WALL_MS,
+    max_output_bytes: MaxOutputBytesOption = DEFAULTS.max_output_bytes,
+    max_heap_mb: MaxHeapMbOption = DEFAULTS.max_heap_mb,
+    max_parallel_sub_calls: MaxParallelSubCallsOption = DEFAULTS.max_parallel_sub_calls,
+    max_tool_calls: MaxToolCallsOption = 1_000,
+    policy: PolicyOption = "python",
     yes: Annotated[
         bool, typer.Option("--yes", help="Allow every 'ask' (otherwise each is denied).")
     ] = False,
@@ -512,47 +422,51 @@ def mcp_command(
     no_cgroups: NoCgroupsOption = False,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
-    import contextlib
+    from host.cli._serve import ServePlan, serve_mcp
 
-    if policy not in ("python", "restricted"):
-        raise _fail_usage(f"--policy must be python or restricted, not {policy!r}")
+    check_choice("--policy", policy, POLICIES)
     if not bindings and not mcp and mcp_config is None:
-        raise _fail_usage("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
-    runtime_options = _RuntimeOptions.checked(isolation, max_processes, no_cgroups)
+        raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
+    if http is not None and token is not None and not no_auth and len(token) < 16:
+        raise UsageFailure("--token must be at least 16 characters")
+    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     from host.mcp import McpUnavailableError, require_mcp
 
     try:
         require_mcp()
     except McpUnavailableError as exc:
-        raise _fail_usage(str(exc)) from None
-    with contextlib.redirect_stdout(sys.stderr):  # stdout is the MCP channel
-        loaded = _tools(bindings)
-    servers = _mcp(mcp, mcp_config)
+        raise UsageFailure(str(exc)) from None
+    with stdout_to_stderr():  # stdout is the MCP channel
+        loaded = load_tools(bindings)
     config = CodeModeConfig(
-        limits=Limits(compute_ms=compute_ms, max_wall_ms=wall_ms, max_heap_mb=memory_mb),
+        limits=_limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls),
         policy="restricted" if policy == "restricted" else "python",
         max_tool_calls=max_tool_calls,
     )
-
-    async def serve_all() -> None:
-        from host.codemode import CodeMode
-        from host.mcp import McpServeConfig, serve
-
-        with contextlib.redirect_stdout(sys.stderr):  # setup_registry hooks may print
-            registry = _registry(loaded, yes)
-        async with (
-            open_mcp(servers, registry, mcp_timeout_ms),
-            runtime_options.runtime() as runtime,
-        ):
-            codemode = CodeMode(registry, runtime, config)
-            await serve(codemode, McpServeConfig(http_port=http))
-
+    plan = ServePlan(
+        bindings=loaded,
+        servers=mcp_servers(mcp, mcp_config),
+        mcp_timeout_ms=mcp_timeout_ms,
+        config=config,
+        yes=yes,
+        http_port=http,
+        token=None if no_auth or http is None else (token or _new_token()),
+        token_generated=http is not None and not no_auth and token is None,
+        runtime=runtime_options,
+    )
+    stopper = _stopper()
     try:
-        anyio.run(serve_all)
-    except (McpUsageError, RuntimeUsageError, OSError) as exc:
-        raise _fail_usage(str(exc)) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_OK) from None
+        with stdout_to_stderr(), stopper.event_loop():
+            anyio.run(serve_mcp, plan, stopper)
+    except BaseException as exc:
+        failure = _unwrap_usage(exc)
+        if failure is None:
+            raise
+        raise failure from None
+    raise typer.Exit(EXIT_OK)
 
 
-Mode = Literal["python", "typescript"]
+def _new_token() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(24)

@@ -31,6 +31,8 @@ class BindingsError(Exception):
 
 
 def _import_file(path: Path, index: int) -> object:
+    if path.is_dir():
+        raise BindingsError(f"the bindings file {path} is a directory: give a Python file")
     if not path.is_file():
         raise BindingsError(f"bindings file not found: {path}")
     name = f"dsh_bindings_{index}_{path.stem}"

@@ -27,6 +27,7 @@ McpOption = Annotated[
     list[str],
     typer.Option(
         "--mcp",
+        metavar="NAME=COMMAND",
         help="NAME=COMMAND: start an MCP server over stdio; its tools become mcp__NAME__<tool>.",
         show_default=False,
     ),
@@ -35,12 +36,16 @@ McpConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--mcp-config",
+        metavar="FILE",
         help='An MCP client config file: {"mcpServers": {NAME: {command, args, env}}}.',
         show_default=False,
     ),
 ]
 McpTimeoutOption = Annotated[
-    int, typer.Option("--mcp-timeout-ms", min=1, help="Timeout of each MCP tool call.")
+    int,
+    typer.Option(
+        "--mcp-timeout-ms", metavar="MS", min=1, max=1 << 40, help="Timeout of each MCP tool call."
+    ),
 ]
 
 
@@ -48,10 +53,22 @@ class McpUsageError(Exception):
     """A bad ``--mcp`` value, a bad config, a missing extra, or a server that won't start."""
 
 
+def _quiet_sdk_logs() -> None:
+    """The SDK logs a server's bad lines with tracebacks; the command says it in one line."""
+    import logging
+    import os
+
+    if not os.environ.get("DSH_CODE_DEBUG"):
+        sdk = logging.getLogger("mcp")
+        sdk.addHandler(logging.NullHandler())
+        sdk.propagate = False
+
+
 def mcp_specs(values: list[str], config: Path | None) -> list[McpServerSpec]:
     """The servers named by ``--mcp`` and ``--mcp-config`` (none: an empty list)."""
     if not values and config is None:
         return []
+    _quiet_sdk_logs()
     from host.mcp import (
         McpConfigError,
         McpUnavailableError,

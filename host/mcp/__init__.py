@@ -9,17 +9,15 @@ from __future__ import annotations
 from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._client import (
-    McpConfigError,
-    McpServerError,
     McpServers,
     McpServerSpec,
-    McpUnavailableError,
     load_mcp_config,
     parse_mcp_option,
     require_mcp,
     result_value,
     tool_name,
 )
+from ._exceptions import McpConfigError, McpError, McpServerError, McpUnavailableError
 from ._fastmcp import DshSandboxProvider
 from ._schema import loosen_schema
 from ._server import McpServeConfig, build_server, serve
@@ -27,6 +25,7 @@ from ._server import McpServeConfig, build_server, serve
 __all__ = (
     "DshSandboxProvider",
     "McpConfigError",
+    "McpError",
     "McpServeConfig",
     "McpServerError",
     "McpServerSpec",

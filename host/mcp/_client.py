@@ -9,7 +9,8 @@ import os
 import re
 import shlex
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +21,7 @@ import anyio
 from host.tools import Json, Output, ToolDefinition, ToolError, define_tool, thaw
 from host.tools import ToolRegistry as _Registry
 
+from ._exceptions import McpConfigError, McpServerError, McpUnavailableError
 from ._schema import loosen_schema
 
 if TYPE_CHECKING:
@@ -27,11 +29,8 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
 
 __all__ = (
-    "McpConfigError",
-    "McpServerError",
     "McpServerSpec",
     "McpServers",
-    "McpUnavailableError",
     "load_mcp_config",
     "parse_mcp_option",
     "require_mcp",
@@ -43,18 +42,6 @@ INSTALL_HINT: Final = "MCP support needs the mcp extra: pip install 'dsh-code[mc
 _SERVER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*\Z")
 _BAD_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _STDERR_TAIL: Final = 2_000
-
-
-class McpUnavailableError(ImportError):
-    """The ``mcp`` package is not installed (install the ``mcp`` extra)."""
-
-
-class McpConfigError(ValueError):
-    """A bad ``--mcp`` value or MCP config file (a usage error)."""
-
-
-class McpServerError(RuntimeError):
-    """An MCP server would not start, or did not list its tools in time."""
 
 
 def require_mcp() -> None:
@@ -122,11 +109,13 @@ def load_mcp_config(path: Path) -> list[McpServerSpec]:
         if entry.get("disabled") is True:
             continue
         command = entry.get("command")
-        if not isinstance(command, str):
-            kind = "url" if "url" in entry else "command"
+        if "url" in entry and command is None:
             raise McpConfigError(
-                f"{where}: only stdio servers are supported (a 'command' string), found {kind}"
+                f"{where}: only stdio servers are supported (a 'command' string), not a 'url'"
             )
+        if not isinstance(command, str):
+            found = "no 'command'" if command is None else f"'command' {command!r}"
+            raise McpConfigError(f"{where} needs a 'command' string (found {found})")
         args = entry.get("args", [])
         env = entry.get("env")
         cwd = entry.get("cwd")
@@ -254,9 +243,16 @@ class _Server:
             cwd=self.spec.cwd,
         )
         started = False
+        garbage: list[str] = []
+
+        def on_garbage(exc: Exception) -> None:
+            if not started and not garbage:  # during start: fail now, not at the timeout
+                garbage.append(_excerpt(exc))
+                scope.cancel()
+
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + start_timeout) as scope:
-                transport = stdio_client(params, errlog=self.stderr)  # type: ignore[arg-type]
+                transport = _watched(stdio_client(params, errlog=self.stderr), on_garbage)  # type: ignore[arg-type]
                 async with Client(transport, cache=None) as client:
                     self.tools = await _list_tools(client)
                     scope.deadline = math.inf
@@ -264,7 +260,15 @@ class _Server:
                     started = True
                     self.ready.set()
                     await self.stop.wait()
-            if scope.cancelled_caught and not started:
+            if garbage:
+                self.failure = (
+                    self.describe(
+                        "wrote a line that is not JSON-RPC on its stdout (the MCP channel; "
+                        f"a server must log to stderr): {garbage[0]}"
+                    )
+                    + self.stderr_tail()
+                )
+            elif scope.cancelled_caught and not started:
                 self.failure = (
                     self.describe(f"did not list its tools within {start_timeout:g} s")
                     + self.stderr_tail()
@@ -278,6 +282,66 @@ class _Server:
                 self.failure = self.describe("did not start") + self.stderr_tail()
             self.ready.set()
             self.done.set()
+
+
+class _WatchedReceive:
+    """A transport's read stream that reports the parse errors it carries (garbage lines)."""
+
+    def __init__(self, inner: Any, on_garbage: Callable[[Exception], None]) -> None:
+        self._inner = inner
+        self._on_garbage = on_garbage
+
+    def _seen(self, item: Any) -> Any:
+        if isinstance(item, Exception):
+            self._on_garbage(item)
+        return item
+
+    async def receive(self) -> Any:
+        return self._seen(await self._inner.receive())
+
+    def receive_nowait(self) -> Any:
+        return self._seen(self._inner.receive_nowait())
+
+    def __aiter__(self) -> _WatchedReceive:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _WatchedReceive:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._inner.__aexit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@asynccontextmanager
+async def _watched(transport: Any, on_garbage: Callable[[Exception], None]) -> AsyncIterator[Any]:
+    async with transport as (read, write):
+        yield _WatchedReceive(read, on_garbage), write
+
+
+def _excerpt(exc: Exception) -> str:
+    """The offending line, from the SDK's validation error (or the error's first line)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            for error in errors():
+                value = error.get("input")
+                if isinstance(value, str):
+                    return repr(value[:120] + ("…" if len(value) > 120 else ""))
+                if value is not None:
+                    return repr(json.dumps(value, default=str)[:120])
+        except Exception:  # an error object we do not know: its text will do
+            pass
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
 
 
 def _explain(exc: BaseException) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,12 +12,14 @@ import anyio
 
 from host.tools import RUN_CODE, Scope
 
+from ._logs import LogForwarder
+
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
-    from mcp.types import CallToolResult
+    from mcp.types import CallToolResult, Tool
 
     from host.codemode import CodeMode
-    from runtime import RunResult
+    from runtime import Limits, RunResult, RunStats
 
 __all__ = ("GET_TOOL_SCHEMA", "LIST_TOOLS", "McpServeConfig", "build_server", "serve")
 
@@ -47,6 +47,22 @@ class McpServeConfig:
     path: str = "/mcp"
     log_level: str = "info"
     """The level of the log notifications that carry a program's output lines."""
+    log_pending_chars: int = 1 << 20
+    """Log characters waiting to be sent to a client; past it lines are dropped and counted."""
+    log_batch_chars: int = 64 * 1024
+    """The most characters one log notification carries (longer lines are cut)."""
+    progress_interval_s: float = 1.0
+    """Seconds between progress notifications of a run (for a client that sent a token)."""
+    token: str | None = None
+    """The bearer token HTTP clients must send (``Authorization: Bearer ...``); None: none."""
+    request_timeout_s: float = 30.0
+    """HTTP: how long a connection may take to send a request's headers and body."""
+    keep_alive_s: int = 5
+    """HTTP: how long an idle keep-alive connection is kept."""
+    max_connections: int = 64
+    """HTTP: connections at once; past it requests get 503."""
+    shutdown_timeout_s: float = 3.0
+    """HTTP: how long open connections may take to finish when the server stops."""
 
 
 def _text(text: str, *, structured: Any = None, error: bool = False) -> CallToolResult:
@@ -88,36 +104,16 @@ def _tool_entry(codemode: CodeMode, name: str, scope: Scope | None) -> dict[str,
     return by_name.get(original) if original is not None else None
 
 
-def build_server(
-    codemode: CodeMode,
-    config: McpServeConfig | None = None,
-    *,
-    scope: Scope | None = None,
-) -> Server[Any]:
-    """A low-level MCP server exposing ``run_code``, ``get_tool_schema`` and ``list_tools``."""
-    from mcp.server.lowlevel import Server
-    from mcp.shared.exceptions import MCPDeprecationWarning
-    from mcp.types import (
-        CallToolRequestParams,
-        EmptyResult,
-        ListToolsResult,
-        PaginatedRequestParams,
-        SetLevelRequestParams,
-        Tool,
-        ToolAnnotations,
-    )
+def _tools(codemode: CodeMode, scope: Scope | None) -> list[Tool]:
+    """The three tools: ``run_code`` (its description carries the SDK) and two look-ups."""
+    from mcp.types import Tool, ToolAnnotations
 
-    from host.codemode import INSTRUCTIONS
-
-    config = config or McpServeConfig()
-    sdk = codemode.sdk(scope)
     models = {entry["name"]: entry for entry in codemode.model_tools(scope)}
     run_code = models.get(RUN_CODE) or {
-        "description": sdk.text,
+        "description": codemode.sdk(scope).text,
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}},
     }
-    names = sorted(entry["name"] for entry in codemode.registry.manifest(scope))
-    tools = [
+    return [
         Tool(
             name=RUN_CODE,
             description=run_code["description"],
@@ -148,6 +144,48 @@ def build_server(
             annotations=ToolAnnotations(read_only_hint=True),
         ),
     ]
+
+
+def _get_tool_schema(codemode: CodeMode, scope: Scope | None, name: Any) -> CallToolResult:
+    entry = _tool_entry(codemode, name, scope) if isinstance(name, str) else None
+    if entry is None:
+        names = sorted(entry["name"] for entry in codemode.registry.manifest(scope))
+        return _text(f"Error: no tool named {name!r}; known: {', '.join(names)}", error=True)
+    return _text(json.dumps(entry, ensure_ascii=False, indent=2), structured=entry)
+
+
+def _list_tools(codemode: CodeMode, scope: Scope | None, query: Any) -> CallToolResult:
+    needle = query.lower() if isinstance(query, str) else ""
+    lines = []
+    for entry in codemode.registry.manifest(scope):
+        first = (entry["description"] or "").strip().splitlines()
+        line = f"{entry['name']}: {first[0]}" if first else entry["name"]
+        if needle in line.lower():
+            lines.append(line)
+    return _text("\n".join(lines) if lines else "(no tools match)")
+
+
+def build_server(
+    codemode: CodeMode,
+    config: McpServeConfig | None = None,
+    *,
+    scope: Scope | None = None,
+) -> Server[Any]:
+    """A low-level MCP server exposing ``run_code``, ``get_tool_schema`` and ``list_tools``."""
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPDeprecationWarning
+    from mcp.types import (
+        CallToolRequestParams,
+        EmptyResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+        SetLevelRequestParams,
+    )
+
+    from host.codemode import INSTRUCTIONS
+
+    config = config or McpServeConfig()
+    tools = _tools(codemode, scope)
     level = {"value": "debug"}
 
     async def on_list_tools(_ctx: Any, _params: PaginatedRequestParams | None) -> ListToolsResult:
@@ -165,23 +203,9 @@ def build_server(
                 return _text("Error: run_code needs `code`, a string", error=True)
             return await _run_code(codemode, code, scope, ctx, config, level["value"])
         if params.name == GET_TOOL_SCHEMA:
-            name = args.get("name")
-            entry = _tool_entry(codemode, name, scope) if isinstance(name, str) else None
-            if entry is None:
-                return _text(
-                    f"Error: no tool named {name!r}; known: {', '.join(names)}", error=True
-                )
-            return _text(json.dumps(entry, ensure_ascii=False, indent=2), structured=entry)
+            return _get_tool_schema(codemode, scope, args.get("name"))
         if params.name == LIST_TOOLS:
-            query = args.get("query")
-            needle = query.lower() if isinstance(query, str) else ""
-            lines = []
-            for entry in codemode.registry.manifest(scope):
-                first = (entry["description"] or "").strip().splitlines()
-                line = f"{entry['name']}: {first[0]}" if first else entry["name"]
-                if needle in line.lower():
-                    lines.append(line)
-            return _text("\n".join(lines) if lines else "(no tools match)")
+            return _list_tools(codemode, scope, args.get("query"))
         return _text(f"Error: unknown tool {params.name!r}", error=True)
 
     with warnings.catch_warnings():
@@ -207,41 +231,75 @@ async def _run_code(
 ) -> CallToolResult:
     from mcp.shared.exceptions import MCPDeprecationWarning
 
+    async def send(text: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await ctx.session.send_log_message(
+                level=config.log_level,
+                data=text,
+                logger="dsh-code",
+                related_request_id=ctx.request_id,
+            )
+
+    forwarder = LogForwarder(
+        send,
+        max_pending_chars=config.log_pending_chars,
+        max_batch_chars=config.log_batch_chars,
+    )
     wanted = _LOG_LEVELS.index(config.log_level) >= _LOG_LEVELS.index(client_level)
-    send, receive = anyio.create_memory_object_stream[str](math.inf)
-
-    async def forward() -> None:
-        async with receive:
-            async for line in receive:
-                if not wanted:
-                    continue
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", MCPDeprecationWarning)
-                        await ctx.session.send_log_message(
-                            level=config.log_level,
-                            data=line,
-                            logger="dsh-code",
-                            related_request_id=ctx.request_id,
-                        )
-                except Exception:  # a client that went away must not fail the run
-                    wanted_off()
-
-    def wanted_off() -> None:
-        nonlocal wanted
-        wanted = False
-
-    def on_log(line: str) -> None:
-        try:
-            send.send_nowait(line)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-
+    progress = _Progress(ctx, codemode.config.limits, config.progress_interval_s)
     async with anyio.create_task_group() as group:
-        group.start_soon(forward)
-        with send:
-            result = await codemode.run_program(code, scope=scope, on_log=on_log)
+        group.start_soon(forwarder.run)
+        group.start_soon(progress.run)
+        try:
+            result = await codemode.run_program(
+                code,
+                scope=scope,
+                on_log=forwarder.push if wanted else None,
+                on_progress=progress.update,
+            )
+        finally:
+            forwarder.close()
+            progress.done.set()
     return render_run(result)
+
+
+class _Progress:
+    """Progress notifications every ``interval_s`` while a run lasts (with a progress token)."""
+
+    def __init__(self, ctx: Any, limits: Limits, interval_s: float) -> None:
+        self.ctx = ctx
+        self.limits = limits
+        self.interval_s = interval_s
+        self.stats: RunStats | None = None
+        self.done = anyio.Event()
+
+    def update(self, stats: RunStats) -> None:
+        self.stats = stats
+
+    async def run(self) -> None:
+        meta = getattr(self.ctx, "meta", None) or {}
+        if self.interval_s <= 0 or meta.get("progress_token", meta.get("progressToken")) is None:
+            return
+        started = anyio.current_time()
+        total = self.limits.max_wall_ms / 1000
+        while True:
+            with anyio.move_on_after(self.interval_s):
+                await self.done.wait()
+            if self.done.is_set():
+                return
+            elapsed = anyio.current_time() - started
+            stats = self.stats
+            compute = stats.compute_ms / 1000 if stats is not None else 0.0
+            calls = stats.calls if stats is not None else 0
+            message = (
+                f"running {elapsed:.0f} s of {total:g} s; compute "
+                f"{compute:.2f}/{self.limits.compute_ms / 1000:g} s; {calls} calls"
+            )
+            try:
+                await self.ctx.session.report_progress(min(elapsed, total), total, message)
+            except Exception:  # a client that went away must not fail the run
+                return
 
 
 async def serve(
@@ -250,48 +308,24 @@ async def serve(
     *,
     scope: Scope | None = None,
     on_ready: Callable[[str], None] | None = None,
+    stdio_fds: tuple[int, int] | None = None,
 ) -> None:
-    """Serve ``codemode`` over stdio, or streamable HTTP on localhost when ``http_port`` is set."""
+    """Serve over stdio (``stdio_fds``: read without a thread) or HTTP; ``on_ready`` when up."""
     config = config or McpServeConfig()
     server = build_server(codemode, config, scope=scope)
     if config.http_port is None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read, write):
+        from ._stdio import FdLines, FdWriter
+
+        streams: dict[str, Any] = {}
+        if stdio_fds is not None:
+            streams = {"stdin": FdLines(stdio_fds[0]), "stdout": FdWriter(stdio_fds[1])}
+        async with stdio_server(**streams) as (read, write):
             if on_ready is not None:
                 on_ready("stdio")
             await server.run(read, write, server.create_initialization_options())
         return
-    import uvicorn
+    from ._http import serve_http
 
-    app = server.streamable_http_app(streamable_http_path=config.path, host=config.host)
-    uv = uvicorn.Server(
-        uvicorn.Config(
-            app, host=config.host, port=config.http_port, log_level="warning", lifespan="on"
-        )
-    )
-
-    async def announce() -> None:
-        while not uv.started:
-            await anyio.sleep(0.02)
-        port = config.http_port
-        for listener in getattr(uv, "servers", ()):
-            for sock in getattr(listener, "sockets", ()):
-                port = sock.getsockname()[1]
-        url = f"http://{config.host}:{port}{config.path}"
-        if on_ready is not None:
-            on_ready(url)
-        else:
-            print(f"dsh-code mcp: serving {url}", file=sys.stderr, flush=True)
-
-    bound = True
-    async with anyio.create_task_group() as group:
-        group.start_soon(announce)
-        try:
-            await uv.serve()
-        except SystemExit:  # uvicorn exits when it cannot bind
-            bound = False
-        finally:
-            group.cancel_scope.cancel()
-    if not bound:
-        raise OSError(f"cannot serve on {config.host}:{config.http_port}")
+    await serve_http(server, config, on_ready)

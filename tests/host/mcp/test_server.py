@@ -1,9 +1,10 @@
-"""``dsh-code mcp`` as a real subprocess, driven by the ``mcp`` SDK's client (stdio and HTTP)."""
+"""``dsh-code mcp`` as a real subprocess, driven by the ``mcp`` SDK's client and the TypeScript one."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -12,13 +13,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LoggingMessageNotificationParams
 
-from .support import BINDINGS, DEMO, child_env, pid_alive, wait_gone
+from host.cli._options import MCP_WALL_MS
+
+from .support import BINDINGS, DEMO, ROOT, child_env, pid_alive, wait_gone
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -118,11 +124,14 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
     assert wait_gone(demo_pid)  # the client closed dsh-code mcp, which stopped its server
 
 
+TOKEN = "test-token-0123456789abcdef"
+
+
 @pytest.fixture
 def http_server() -> Iterator[str]:
     process = subprocess.Popen(
         _command("--http", "0"),  # an ephemeral port on 127.0.0.1
-        env=child_env(),
+        env={**child_env(), "DSH_CODE_MCP_TOKEN": TOKEN},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -130,7 +139,8 @@ def http_server() -> Iterator[str]:
     )
     try:
         assert process.stderr is not None
-        line = process.stderr.readline()  # "dsh-code mcp: serving http://127.0.0.1:PORT/mcp"
+        line = process.stderr.readline()  # "dsh-code mcp: serving on http://127.0.0.1:PORT/mcp"
+        assert "serving on http://127.0.0.1:" in line, line
         found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
         assert found is not None and int(found.group(1)) > 0, line
         yield found.group(0)
@@ -145,9 +155,17 @@ def http_server() -> Iterator[str]:
             process.stderr.close()
 
 
+def _http(url: str, token: str | None = TOKEN) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+
+
 async def test_streamable_http_on_localhost(http_server: str) -> None:
     logs = _Logs()
-    async with _client(http_server, logs) as client:
+    async with (
+        _http(http_server) as http,
+        _client(streamable_http_client(http_server, http_client=http), logs) as client,
+    ):
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "run_code" in names
         result = await client.call_tool(
@@ -155,3 +173,104 @@ async def test_streamable_http_on_localhost(http_server: str) -> None:
         )
         assert result.structured_content == {"logs": ["over http"], "result": "hello, mcp!"}
         assert [data for _, data in logs.items] == ["over http"]
+
+
+def _stdio(*extra: str) -> Any:
+    command = _command(*extra)
+    return stdio_client(
+        StdioServerParameters(command=command[0], args=command[1:], env=child_env())
+    )
+
+
+async def test_a_long_run_sends_progress_and_a_runaway_fails_as_budget() -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with _client(_stdio(), _Logs()) as client:
+        result = await client.call_tool(
+            "run_code",
+            {"code": "import time\ntime.sleep(2.6)\nreturn 1"},
+            progress_callback=on_progress,
+        )
+        assert result.structured_content == {"logs": [], "result": 1}
+    assert len(seen) >= 2, seen
+    assert all(total == 50.0 for _, total, _ in seen)  # the default wall budget, in s
+    assert [value for value, _, _ in seen] == sorted(value for value, _, _ in seen)
+    assert "compute" in (seen[0][2] or "")
+
+    async with _client(_stdio("--wall-ms", "800"), _Logs()) as client:
+        runaway = await client.call_tool("run_code", {"code": "import time\ntime.sleep(30)"})
+    assert runaway.is_error is True
+    facts = (runaway.structured_content or {})["code_run"]
+    assert (facts["kind"], facts["budget"]) == ("budget", "wall")
+
+
+async def test_a_cancelled_call_stops_the_run() -> None:
+    logs = _Logs()
+    program = "import os\nprint(os.getcwd(), flush=True)\nimport time\ntime.sleep(60)"
+    async with _client(_stdio("--isolation", "process"), logs) as client:
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool("run_code", {"code": program})
+
+            group.start_soon(call)
+            with anyio.fail_after(20):
+                while not logs.items:  # the program runs: its first line arrived
+                    await anyio.sleep(0.02)
+            workdir = Path(logs.items[0][1])
+            assert workdir.is_dir()
+            group.cancel_scope.cancel()  # the client sends notifications/cancelled
+        with anyio.fail_after(10):
+            while workdir.exists():  # the run was stopped and cleaned up
+                await anyio.sleep(0.05)
+            quick = await client.call_tool("run_code", {"code": "return 2"})
+        assert quick.structured_content == {"logs": [], "result": 2}
+
+
+async def test_a_log_flood_is_batched_into_few_notifications() -> None:
+    logs = _Logs()
+    async with _client(_stdio(), logs) as client:
+        result = await client.call_tool(
+            "run_code", {"code": "for i in range(100_000):\n    print(i)\nreturn 'done'"}
+        )
+    assert (result.structured_content or {})["result"] == "done"
+    assert len((result.structured_content or {})["logs"]) == 100_000  # the result has every line
+    assert len(logs.items) < 1_000  # not one notification per line
+    forwarded = "\n".join(str(data) for _, data in logs.items).split("\n")
+    assert forwarded[:3] == ["0", "1", "2"]
+    assert forwarded[-1] == "99999" or "not forwarded" in forwarded[-1]
+
+
+CLIENT = Path(__file__).with_name("ts_client.mjs")
+SDK = ROOT / "node_modules" / "@modelcontextprotocol" / "sdk"
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.skipif(
+    shutil.which("node") is None or not SDK.is_dir(),
+    reason="needs node and npm's @modelcontextprotocol/sdk (scripts/setup installs them)",
+)
+async def test_the_typescript_sdk_client_gets_a_budget_failure_before_its_timeout() -> None:
+    """The official TypeScript MCP SDK's client (npm) over stdio: ``tests/host/mcp/ts_client.mjs``."""
+    with anyio.fail_after(80):
+        done = await anyio.run_process(
+            ["node", str(CLIENT), sys.executable, str(BINDINGS), "2500"],
+            cwd=ROOT,
+            env=child_env(),
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    seen = json.loads(done.stdout)
+    assert seen["defaultTimeoutMs"] > MCP_WALL_MS  # our default budget ends first
+    assert seen["tools"] == ["get_tool_schema", "list_tools", "run_code"]
+    runaway = seen["runaway"]
+    assert runaway["isError"] is True
+    facts = runaway["structuredContent"]["code_run"]
+    assert (facts["kind"], facts["budget"]) == ("budget", "wall")
+    assert len(seen["progress"]) >= 1  # the client's token got progress while it ran
+    assert seen["progress"][0]["total"] == 2.5
+    assert seen["quick"]["structuredContent"] == {"logs": [], "result": 42}
+    assert seen["stderr"].startswith("dsh-code mcp: serving run_code over ")

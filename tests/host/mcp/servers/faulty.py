@@ -1,4 +1,4 @@
-"""A fault-injecting stdio MCP server: ``faulty.py MODE`` with MODE ok, refuse or mute."""
+"""A fault-injecting stdio MCP server: ``faulty.py MODE`` with MODE ok, refuse, mute or garbage."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ if MODE == "refuse":
     sys.exit(3)
 if MODE == "mute":
     time.sleep(3600)  # never speaks MCP
+if MODE == "garbage":
+    print("this is not JSON-RPC", flush=True)  # what a server printing a banner does
+    print('{"jsonrpc": "2.0", "nonsense": true}', flush=True)
+    time.sleep(3600)
 
 import anyio  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
@@ -43,4 +47,7 @@ async def hang() -> str:
 
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
+    if len(sys.argv) > 2:  # faulty.py ok PIDFILE: lets a test check the server is gone after
+        with open(sys.argv[2], "w") as pidfile:
+            pidfile.write(str(os.getpid()))
     server.run()

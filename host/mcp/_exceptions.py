@@ -1,0 +1,31 @@
+"""Exceptions raised by host.mcp, all under one base class (not the ``mcp`` SDK's ``MCPError``).
+
+    McpError                   base; never raised itself
+    ├── McpUnavailableError    the ``mcp`` package is not installed (also an ``ImportError``)
+    ├── McpConfigError         a bad ``--mcp`` value or MCP config file (also a ``ValueError``)
+    └── McpServerError         an MCP server would not start or list its tools in time
+                               (also a ``RuntimeError``)
+
+A failure of a running server's tool call is never raised: it is a ``ToolError`` inside the
+tool pipeline (``TOOL_ERROR``, or ``TOOL_TIMEOUT``), so the program can catch it.
+"""
+
+from __future__ import annotations
+
+__all__ = ("McpConfigError", "McpError", "McpServerError", "McpUnavailableError")
+
+
+class McpError(Exception):
+    """The base class of every exception raised by host.mcp."""
+
+
+class McpUnavailableError(McpError, ImportError):
+    """Raised when the ``mcp`` package is missing; the message names the extra to install."""
+
+
+class McpConfigError(McpError, ValueError):
+    """Raised for a bad ``--mcp`` value or config file (a usage error); nothing was started."""
+
+
+class McpServerError(McpError, RuntimeError):
+    """Raised when a server would not start or list its tools; the servers started are stopped."""

@@ -1,0 +1,168 @@
+"""``dsh-code run`` at a real pseudo-terminal: the status line, prompts, escapes, Ctrl-C."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from .support import Terminal, WorkdirWatch, descendants, gone, sweep
+
+pytestmark = pytest.mark.timeout(90)
+
+BINDINGS = '''
+import time
+from host.tools import tool, Ask
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+@tool
+def stall(seconds: float) -> str:
+    """Block a worker thread (ignores the run's abort)."""
+    time.sleep(seconds)
+    return "done"
+
+def setup_registry(registry):
+    registry.pre_execute(lambda call, decision: Ask("shouting is loud") if call.name == "shout" else None)
+'''
+
+STATUS = "compute "  # a fragment of the status line, never of the programs' logs
+
+
+@pytest.fixture
+def bindings(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.py"
+    path.write_text(BINDINGS)
+    return path
+
+
+def _program(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "prog.py"
+    path.write_text(text)
+    return path
+
+
+def _never_shared(lines: list[str]) -> None:
+    for line in lines:
+        if STATUS in line:
+            assert "alpha" not in line and "beta" not in line and "gamma" not in line, line
+
+
+def test_logs_scroll_above_the_status_line_and_never_share_a_line(
+    tmp_path: Path, bindings: Path
+) -> None:
+    program = _program(
+        tmp_path,
+        "import time\nfor word in ('alpha', 'beta', 'gamma'):\n"
+        "    time.sleep(0.4)\n    print(word, flush=True)\nreturn 7",
+    )
+    for columns in (100, 40):
+        term = Terminal.start("run", str(program), "-b", str(bindings), columns=columns)
+        term.checks.append(_never_shared)  # every intermediate screen, byte by byte
+        try:
+            assert term.finish() == 0
+        finally:
+            term.close()
+        assert STATUS.encode() in term.raw  # the status line was shown while it ran
+        assert term.lines() == ["alpha", "beta", "gamma", "7"]  # and erased at the end
+
+
+def test_an_ask_prompt_is_visible_and_answerable(tmp_path: Path, bindings: Path) -> None:
+    program = _program(
+        tmp_path,
+        "print('before', flush=True)\nr = await tools.shout(text='hi')\nprint('after')\nreturn r",
+    )
+    term = Terminal.start("run", str(program), "-b", str(bindings))
+    try:
+        term.wait_for("allow shout? [y/N]:")
+        deadline = time.monotonic() + 1.0  # ten refreshes of the status line
+        while time.monotonic() < deadline:
+            term.pump(0.1)
+        prompt = [line for line in term.lines() if "allow shout?" in line]
+        assert prompt == ["shouting is loud — allow shout? [y/N]:"], term.lines()
+        assert not any(STATUS in line for line in term.lines())  # paused while asking
+        term.process.send(b"y\r")
+        assert term.finish() == 0
+    finally:
+        term.close()
+    lines = term.lines()
+    assert lines[0] == "before"
+    assert lines[-2:] == ["after", '"HI"']
+
+
+def test_escape_sequences_in_output_are_shown_escaped(tmp_path: Path, bindings: Path) -> None:
+    program = _program(
+        tmp_path,
+        "print('title \\x1b]0;pwned\\x07 clip \\x1b]52;c;ZXZpbA==\\x07 end')\n"
+        "return 'bell \\x07 cursor \\x1b[2J'",
+    )
+    term = Terminal.start("run", str(program), "-b", str(bindings))
+    try:
+        assert term.finish() == 0
+    finally:
+        term.close()
+    assert b"\x1b]52" not in term.raw and b"\x1b]0;" not in term.raw and b"\x07" not in term.raw
+    assert term.lines()[0] == "title \\x1b]0;pwned\\x07 clip \\x1b]52;c;ZXZpbA==\\x07 end"
+    assert term.screen.title == ""  # no window title was set
+
+
+def test_ctrl_c_aborts_the_run_and_leaves_nothing_behind(tmp_path: Path, bindings: Path) -> None:
+    program = _program(
+        tmp_path,
+        "import os, subprocess, time\nsubprocess.Popen(['sleep', '60'])\n"
+        "print('workdir', os.getcwd(), flush=True)\ntime.sleep(60)",
+    )
+    term = Terminal.start("run", str(program), "-b", str(bindings), "--isolation", "process")
+    try:
+        term.wait_for("workdir ")
+        workdir = Path(
+            next(line for line in term.lines() if line.startswith("workdir ")).split()[1]
+        )
+        assert workdir.is_dir()
+        started = descendants(term.process.pid)
+        assert started  # the runtime's template, the child, its sleep
+        sent = time.monotonic()
+        term.process.sendintr()
+        code = term.finish()
+        took = time.monotonic() - sent
+    finally:
+        term.close()
+    assert code == 130
+    assert took < 10  # a sanity bound: the clean-up is bounded
+    text = "\n".join(term.lines())
+    assert "aborted" in text and "interrupted by SIGINT" in text
+    assert "Traceback" not in text
+    assert not any(STATUS in line for line in term.lines())  # the status line is gone
+    assert gone(started)
+    assert not workdir.exists()
+
+
+def test_a_second_ctrl_c_exits_at_once(tmp_path: Path, bindings: Path) -> None:
+    program = _program(
+        tmp_path,
+        "import os\nprint('stalling in', os.getcwd(), flush=True)\n"
+        "return await tools.stall(seconds=60)",
+    )
+    term = Terminal.start("run", str(program), "-b", str(bindings), "--isolation", "process")
+    watch = WorkdirWatch(term.process.pid)  # the run's directory and the spare children's
+    try:
+        term.wait_for("stalling in ")
+        started = descendants(term.process.pid)
+        term.process.sendintr()  # the stalled tool keeps the clean-up waiting
+        term.wait_for("Ctrl-C again to exit at once")  # the first one was handled
+        sent = time.monotonic()
+        term.process.sendintr()
+        code = term.finish()
+        took = time.monotonic() - sent
+    finally:
+        term.close()
+        sweep(*watch.stop())  # an exit at once leaves them to the next start's sweep
+    assert code == 130
+    assert took < 5  # at once, not after the stalled call or the clean-up bound
+    assert "again: exiting at once" in "\n".join(term.lines())
+    assert gone(started)
+    assert "Traceback" not in term.raw.decode(errors="replace")
