@@ -35,6 +35,7 @@ from runtime._contain import (
     mount_proc,
     mount_workdir,
     unshare_mounts_and_ipc,
+    unshare_run_namespaces,
 )
 from runtime._errors import ToolCallError
 from runtime._privileges import (
@@ -75,6 +76,12 @@ class ChildSetup:
     uid: int | None  # the unprivileged ids programs run as (a root host), else None: ours
     gid: int | None
     seccomp: bytes  # the filter every program runs under (b"": none)
+    #: Namespaces without a user namespace (a root host): the template forks each child as
+    #: PID 1 of a new PID namespace, so a run is two processes (init, program), not three.
+    direct: bool = False
+    #: The template's own empty network namespace is every run's (its loopback down, and
+    #: Landlock keeping abstract unix sockets apart); else each run gets a new one.
+    shared_network: bool = False
 
 
 class BindingNamespace:
@@ -122,9 +129,11 @@ def _install_bindings(
         holder[leaf] = make_binding(bridge, name, style)
 
 
-def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int]) -> None:
+def _contain(
+    ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int], keep: int | None = None
+) -> None:
     """Session, death signal, no_new_privs, subreaper, fds 0/1/2, the run's cgroups, and
-    nothing else inherited."""
+    nothing else inherited (but ``keep``)."""
     os.setsid()
     _die_with(parent)
     _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -140,17 +149,53 @@ def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int]
     for fd in join:  # before any fork, so every process of the run is in the run's cgroups
         os.write(fd, b"0")
         os.close(fd)
-    _close_fds_except({0, 1, 2, ctl_in, ctl_out})
+    _close_fds_except({0, 1, 2, ctl_in, ctl_out} | ({keep} if keep is not None else set()))
     os.set_inheritable(ctl_in, False)
     os.set_inheritable(ctl_out, False)
 
 
 def _die_with(parent: int) -> None:
     """SIGKILL when our parent dies; exit now if it already has (the signal is reset by a
-    change of ids, so this is said again after one)."""
+    change of ids, so this is said again after one). As PID 1 of a new PID namespace our
+    parent is outside it: ``getppid()`` reads 0 (``parent`` 0 says so)."""
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def _init_direct(runner: int, status_w: int, fds: tuple[int, ...]) -> None:
+    """PID 1 of the run's namespace (forked so by the template): reap everything; when the
+    program's process ends, tell the host its wait status (an ``X`` record on the template's
+    status pipe, before the template's own) and end, which ends the namespace."""
+    _close_all(fds)  # the run's pipes are the program's alone: its exit is their EOF
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+        if pid == runner:
+            try:
+                os.write(status_w, b"X" + struct.pack("!i", os.waitstatus_to_exitcode(status)))
+            except OSError:
+                pass
+            os._exit(0)
+
+
+def _enter_namespaces_direct(setup: ChildSetup, status_w: int, fds: tuple[int, ...]) -> None:
+    """As PID 1 of a new PID namespace (root): the run's own namespaces, /proc, then the
+    program's process (PID 2) under this init."""
+    unshare_run_namespaces(network=not setup.shared_network)
+    if not setup.view:
+        make_root_read_only()
+        hide_cgroups()
+    mount_proc()
+    runner = os.fork()
+    if runner:
+        _init_direct(runner, status_w, fds)
+    os.close(status_w)
+    _die_with(1)
 
 
 def _close_fds_except(keep: set[int]) -> None:
@@ -257,8 +302,9 @@ def _prepare(prepare: Prepare, setup: ChildSetup, reporter: Reporter) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (prepare.open_files, prepare.open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     drop_bounding_set()
-    if setup.isolation == "process" and setup.uid is not None and setup.gid is not None:
-        become(setup.uid, setup.gid)
+    if setup.uid is not None and setup.gid is not None:
+        if setup.isolation == "process" or setup.direct:  # else the user namespace's owner
+            become(setup.uid, setup.gid)
     clear_capabilities()
     load_seccomp(setup.seccomp)
 
@@ -306,7 +352,13 @@ class Prepared:
 
 
 def child_main(
-    ctl_in: int, ctl_out: int, log_w: int, parent: int, setup: ChildSetup, join: list[int]
+    ctl_in: int,
+    ctl_out: int,
+    log_w: int,
+    parent: int,
+    setup: ChildSetup,
+    join: list[int],
+    status_w: int,
 ) -> Prepared:
     """Set this freshly forked process up and wait for its program; exits if it cannot.
 
@@ -316,9 +368,14 @@ def child_main(
     its ``Start`` frame, so a child forked ahead of time has done it already.
     """
     try:
-        _contain(ctl_in, ctl_out, log_w, parent, join)
+        direct = setup.isolation == "namespaces" and setup.direct
+        _contain(
+            ctl_in, ctl_out, log_w, 0 if direct else parent, join, status_w if direct else None
+        )
         join_new_session_keyring()
-        if setup.isolation == "namespaces":
+        if direct:
+            _enter_namespaces_direct(setup, status_w, (0, 1, 2, ctl_in, ctl_out))
+        elif setup.isolation == "namespaces":
             if setup.uid is not None and setup.gid is not None:
                 drop_bounding_set()
                 become(setup.uid, setup.gid)  # the user namespace's owner: an unprivileged uid
@@ -331,8 +388,8 @@ def child_main(
         bridge.fail = reporter.fail
         prepare: Prepare = bridge.read_first(Prepare)
         _prepare(prepare, setup, reporter)
-        if setup.isolation == "process" and setup.uid is not None:
-            _die_with(parent)  # cleared by the change of ids
+        if setup.uid is not None and (setup.isolation == "process" or direct):
+            _die_with(1 if direct else parent)  # cleared by the change of ids
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's

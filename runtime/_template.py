@@ -28,13 +28,18 @@ from typing import Any
 from runtime._child import ChildSetup, child_main, run_child  # imported once: forks start warm
 from runtime._contain import (
     enter_namespaces,
+    enter_pid_namespace,
     hide_cgroups,
     interpreter_paths,
+    landlock_abi,
     make_mounts_private,
     make_root_read_only,
     mount_proc,
+    new_pid_namespace_for_children,
     reveal_paths,
     unshare_mounts_and_ipc,
+    unshare_network,
+    unshare_run_namespaces,
 )
 from runtime._privileges import become
 from runtime._procs import children, kill_tree
@@ -85,14 +90,24 @@ class _Template:
         self.sock = sock
         self.setup = setup
         self.runs: dict[int, int] = {}  # pid -> status_w fd
+        # forking each child as PID 1 of a new PID namespace: the one to come back to after
+        self._own_pid_ns = (
+            os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if setup.direct else -1
+        )
 
     def fork(self, fds: list[int]) -> None:
         ctl_in, ctl_out, log_w, status_w, *join = fds
-        pid = os.fork()
+        if self.setup.direct:
+            new_pid_namespace_for_children()
+        try:
+            pid = os.fork()
+        finally:
+            if self.setup.direct and pid != 0:
+                enter_pid_namespace(self._own_pid_ns)  # else the next one would nest in it
         if pid == 0:
             # Leave the template's frames first: the program's first frame is then as near
             # the bottom of the stack as a script's (the boot line calls run_child).
-            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join)
+            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, status_w)
         for fd in (ctl_in, ctl_out, log_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
@@ -185,6 +200,39 @@ def _probe_namespaces(uid: int | None) -> str | None:
     return reason or f"the probe exited with status {os.waitstatus_to_exitcode(status)}"
 
 
+def _probe_direct() -> str | None:
+    """Try the namespaces level without a user namespace (a root host) in a throwaway child:
+    a new PID namespace for a grandchild, which makes its own namespaces and /proc; None if
+    that works, else why not."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            new_pid_namespace_for_children()
+            inner = os.fork()
+            if inner == 0:
+                try:
+                    unshare_run_namespaces(network=False)
+                    mount_proc()
+                except BaseException as exc:
+                    os.write(w, str(exc).encode()[:500])
+                    os._exit(1)
+                os._exit(0 if os.getpid() == 1 else 2)
+            _, status = os.waitpid(inner, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        except BaseException as exc:
+            os.write(w, str(exc).encode()[:500])
+            os._exit(1)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as f:
+        reason = f.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) == 0:
+        return None
+    return reason or f"the probe exited with status {os.waitstatus_to_exitcode(status)}"
+
+
 def _make_view(uid: int | None) -> str:
     """On a root host: a mount namespace of the template's own, inherited by every child,
     read-only, the host's cgroup tree hidden, and the interpreter reachable for ``uid``.
@@ -208,19 +256,37 @@ def _settle(requested: str, run_uid: int | None) -> tuple[ChildSetup, dict[str, 
     view = not why_not_view
     if uid is not None and not view:
         uid = None  # the interpreter may not be reachable for it: stay the host's uid, no caps
-    isolation, why_not = "process", ""
+    isolation, why_not, direct = "process", "", False
     if requested in ("namespaces", "auto"):
-        problem = _probe_namespaces(uid)
-        if problem is not None and uid is not None and _probe_namespaces(None) is None:
-            problem, uid = None, None  # no unprivileged user namespaces here: root mapped 1:1
+        problem = _probe_direct() if view else "no read-only view to inherit"
+        direct = problem is None
+        if not direct:
+            problem = _probe_namespaces(uid)
+            if problem is not None and uid is not None and _probe_namespaces(None) is None:
+                problem, uid = None, None  # no unprivileged user namespaces: root mapped 1:1
         if problem is None:
             isolation = "namespaces"
         else:
             why_not = problem
+    # One empty network namespace for every run, where Landlock (ABI 6) keeps their
+    # abstract unix sockets apart; its loopback is down and no program may bring it up.
+    shared_network = direct and landlock_abi() >= 6
+    if shared_network:
+        try:
+            unshare_network()
+        except OSError:
+            shared_network = False
     private = isolation == "process" and view
     seccomp, why_not_seccomp = build_filter(deny_ipc=isolation == "process" and not private)
     setup = ChildSetup(
-        isolation=isolation, private=private, view=view, uid=uid, gid=uid, seccomp=seccomp
+        isolation=isolation,
+        private=private,
+        view=view,
+        uid=uid,
+        gid=uid,
+        seccomp=seccomp,
+        direct=isolation == "namespaces" and direct,
+        shared_network=isolation == "namespaces" and shared_network,
     )
     facts = {
         "isolation": isolation,
@@ -230,6 +296,8 @@ def _settle(requested: str, run_uid: int | None) -> tuple[ChildSetup, dict[str, 
         "read_only_root": view or isolation == "namespaces",
         "why_not_read_only_root": "" if view or isolation == "namespaces" else why_not_view,
         "uid": uid,
+        "processes_per_run": 2 if setup.direct else 3 if isolation == "namespaces" else 1,
+        "shared_network": setup.shared_network,
     }
     return setup, facts
 

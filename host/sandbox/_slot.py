@@ -102,7 +102,9 @@ class ChildSlot:
                 self.pid = value
                 if self._stat is None:
                     self._stat = ProcStat(value)
-            elif tag == b"X":
+            elif tag == b"X" and self.exit_status is None:
+                # the first: a run's init reports its program's status before the template
+                # reports the init's own
                 self.exit_status = value
 
     def stale(self) -> bool:
