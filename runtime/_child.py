@@ -302,9 +302,10 @@ def _prepare(prepare: Prepare, setup: ChildSetup, reporter: Reporter) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (prepare.open_files, prepare.open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     drop_bounding_set()
-    if setup.uid is not None and setup.gid is not None:
-        if setup.isolation == "process" or setup.direct:  # else the user namespace's owner
-            become(setup.uid, setup.gid)
+    # (with a user namespace, its owner already is the unprivileged uid)
+    own_namespace = setup.isolation == "namespaces" and not setup.direct
+    if setup.uid is not None and setup.gid is not None and not own_namespace:
+        become(setup.uid, setup.gid)
     clear_capabilities()
     load_seccomp(setup.seccomp)
 
