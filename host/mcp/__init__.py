@@ -17,10 +17,11 @@ from ._client import (
     result_value,
     tool_name,
 )
+from ._config import McpServeConfig
 from ._exceptions import McpConfigError, McpError, McpServerError, McpUnavailableError
 from ._fastmcp import DshSandboxProvider
 from ._schema import loosen_schema
-from ._server import McpServeConfig, build_server, serve
+from ._server import build_server, serve
 
 __all__ = (
     "DshSandboxProvider",

@@ -21,7 +21,7 @@ from ._exceptions import McpServerError
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from ._server import McpServeConfig
+    from ._config import McpServeConfig
 
 __all__ = ("BearerAuth", "serve_http")
 

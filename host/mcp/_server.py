@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from host.tools import RUN_CODE, Scope
 
+from ._config import McpServeConfig
 from ._logs import LogForwarder
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from host.codemode import CodeMode
     from runtime import Limits, RunResult, RunStats
 
-__all__ = ("GET_TOOL_SCHEMA", "LIST_TOOLS", "McpServeConfig", "build_server", "serve")
+__all__ = ("GET_TOOL_SCHEMA", "LIST_TOOLS", "build_server", "serve")
 
 GET_TOOL_SCHEMA: Final = "get_tool_schema"
 LIST_TOOLS: Final = "list_tools"
@@ -35,34 +35,6 @@ _LOG_LEVELS: Final = (
     "alert",
     "emergency",
 )
-
-
-@dataclass(frozen=True)
-class McpServeConfig:
-    """How ``dsh-code mcp`` serves: its name, and streamable HTTP on ``host:http_port``."""
-
-    name: str = "dsh-code"
-    http_port: int | None = None
-    host: str = "127.0.0.1"
-    path: str = "/mcp"
-    log_level: str = "info"
-    """The level of the log notifications that carry a program's output lines."""
-    log_pending_chars: int = 1 << 20
-    """Log characters waiting to be sent to a client; past it lines are dropped and counted."""
-    log_batch_chars: int = 64 * 1024
-    """The most characters one log notification carries (longer lines are cut)."""
-    progress_interval_s: float = 1.0
-    """Seconds between progress notifications of a run (for a client that sent a token)."""
-    token: str | None = None
-    """The bearer token HTTP clients must send (``Authorization: Bearer ...``); None: none."""
-    request_timeout_s: float = 30.0
-    """HTTP: how long a connection may take to send a request's headers and body."""
-    keep_alive_s: int = 5
-    """HTTP: how long an idle keep-alive connection is kept."""
-    max_connections: int = 64
-    """HTTP: connections at once; past it requests get 503."""
-    shutdown_timeout_s: float = 3.0
-    """HTTP: how long open connections may take to finish when the server stops."""
 
 
 def _text(text: str, *, structured: Any = None, error: bool = False) -> CallToolResult:

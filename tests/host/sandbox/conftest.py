@@ -12,7 +12,7 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from host.sandbox._cgroup import CgroupSet, parse_hierarchies, runtime_prefix
-from host.sandbox._run import default_workdir_root
+from host.sandbox._options import default_workdir_root
 from tests.conftest import ALL_BACKENDS
 
 

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.sandbox._run import Run, RunOptions, _decoder
+from host.sandbox._intake import decoder as _decoder
+from host.sandbox._options import RunOptions
+from host.sandbox._run import Run
 from host.sandbox._watchdog import Watchdog
 from runtime import Limits, RunRequest
 from runtime._wire import HEADER, Call, Done, Failed, FrameBuffer, encode_frame
