@@ -109,6 +109,8 @@ class RunStats(msgspec.Struct, frozen=True, kw_only=True):
     wall_ms: float
     calls: int
     dropped_frames: int
+    node: str | None = None
+    """The node id or host name a run ran on; None for a local runtime."""
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
