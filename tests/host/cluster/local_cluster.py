@@ -205,7 +205,6 @@ class LocalCluster:
         return [f"{p.pid} {_describe(p)}" for p in left]
 
 
-
 def _alive(seen: dict[int, float], deadline: float) -> list[psutil.Process]:
     """The processes of ``seen`` that still run (waiting for them until ``deadline``)."""
     while True:
