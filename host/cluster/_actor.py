@@ -43,6 +43,8 @@ from runtime._errors import RuntimeClosedError, RuntimeUsageError, ToolCallError
 __all__ = ("NodeActor",)
 
 _log = logging.getLogger("host.cluster")
+#: Seconds into a run after which the actor says ``Started`` even with nothing else to send.
+STARTED_AFTER_S = 0.01
 
 
 def _anyio_context() -> contextvars.Context:
@@ -158,6 +160,7 @@ class NodeActor:
         node_run = _NodeRun()
         self._runs[run_id] = node_run
         task: asyncio.Task[Any] | None = None
+        timer: asyncio.TimerHandle | None = None
         try:
             try:
                 request = decode_request(
@@ -170,15 +173,21 @@ class NodeActor:
             except RuntimeUsageError as exc:
                 yield encode([Refused(message=str(exc), node_trouble=False)])
                 return
-            yield encode([Started()])
-            task = asyncio.get_running_loop().create_task(
-                self._runtime.run(request), context=_anyio_context()
-            )
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(self._runtime.run(request), context=_anyio_context())
             task.add_done_callback(lambda _: node_run.wake.set())
+            # `Started` goes with the run's first batch, or alone once it has run a moment:
+            # a short run costs one message, not two
+            timer = loop.call_later(STARTED_AFTER_S, node_run.wake.set)
+            started = False
             while True:
                 await node_run.wake.wait()
                 node_run.wake.clear()
                 batch = node_run.take()
+                if not started and (batch or task.done() or timer.when() <= loop.time()):
+                    timer.cancel()
+                    started = True
+                    batch.insert(0, Started())
                 if task.done():
                     batch.append(self._last(task))
                     yield encode(batch)
@@ -186,6 +195,8 @@ class NodeActor:
                 if batch:
                     yield encode(batch)
         finally:
+            if timer is not None:
+                timer.cancel()
             self._runs.pop(run_id, None)
             for reply in node_run.pending.values():
                 reply.cancel()

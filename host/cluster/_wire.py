@@ -72,7 +72,10 @@ class NodeInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Started(msgspec.Struct, frozen=True, tag="s", array_like=True):
-    """The actor took the run and hands it to its runtime (first event of every run)."""
+    """The node has taken the run: first in the run's first batch, which leaves the node at
+    the run's first log line or call, at its end, or ``STARTED_AFTER_S`` into it. A run the
+    caller never heard of before its node was lost may run elsewhere: none of its calls was
+    answered and none of its lines seen."""
 
 
 class Logs(msgspec.Struct, frozen=True, tag="l", array_like=True):
