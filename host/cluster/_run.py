@@ -106,10 +106,9 @@ class ClusterRun:
                 lost = await self._drain()
         if lost is not None:
             self.lost_node = lost.why
-            if not lost.started:
-                return NotStarted(lost.why)
-            return self._died(lost.why)
-        return self._result()
+            if self.override is None:
+                return self._died(lost.why) if lost.started else NotStarted(lost.why)
+        return self._result()  # the caller settled it first (cancelled, closed, a bad value)
 
     def abort(self, reason: str) -> None:
         """Settle as ``aborted`` with ``reason`` (the runtime is closing); the node aborts it."""
@@ -164,7 +163,8 @@ class ClusterRun:
             try:
                 events = decode_events(data)
             except msgspec.DecodeError as exc:
-                self._lose(f"it sent an unreadable batch: {exc}")
+                # what it held is unknown (calls, lines): not safe to run again elsewhere
+                self._lose(f"it sent an unreadable batch: {exc}", started=True)
                 return
             for event in events:
                 self._on_event(event, tg)
@@ -303,10 +303,10 @@ class ClusterRun:
 
     def _result(self) -> RunResult:
         finished = self.finished
-        assert finished is not None
-        stats = self._stats(finished.stats)
+        stats = self._stats(finished.stats if finished is not None else self.progress)
         if self.override is not None:
             return RunResult(logs=self.logs, error=self.override, stats=stats)
+        assert finished is not None
         return msgspec.structs.replace(finished, logs=self.logs, stats=stats)
 
     def _died(self, why: str) -> RunResult:
