@@ -32,7 +32,7 @@ from host.cluster._wire import (
     Refusal,
     Refused,
     Started,
-    decode_reply,
+    decode_replies,
     decode_request,
     encode,
     forwarded_fields,
@@ -217,19 +217,20 @@ class NodeActor:
             return Refused(message=str(exc), node_trouble=trouble)
         return Finished(result=msgspec.structs.replace(result, logs=[]))
 
-    async def reply(self, run_id: int, reply: bytes) -> None:
-        """The caller's answer to a binding call; late or unknown answers are dropped."""
+    async def reply(self, run_id: int, replies: bytes) -> None:
+        """The caller's answers to binding calls; late or unknown answers are dropped."""
         node_run = self._runs.get(run_id)
         if node_run is None:
             return
         try:
-            message = decode_reply(reply)
+            messages = decode_replies(replies)
         except msgspec.DecodeError:
-            _log.warning("dsh-code: an unreadable reply for run %d was dropped", run_id)
+            _log.warning("dsh-code: unreadable replies for run %d were dropped", run_id)
             return
-        waiting = node_run.pending.get(message.id)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(message)
+        for message in messages:
+            waiting = node_run.pending.get(message.id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(message)
 
     async def abort(self, run_id: int) -> None:
         """Abort a run (it settles as ``aborted`` and reports ``Finished``)."""

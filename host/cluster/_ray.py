@@ -30,6 +30,7 @@ __all__ = (
     "Stream",
     "error_text",
     "import_ray",
+    "soon_caller",
     "wait_future",
 )
 
@@ -57,8 +58,8 @@ class NodeRecord(msgspec.Struct, frozen=True, kw_only=True):
     alive: bool
 
 
-def _threadsafe_caller() -> Callable[[Callable[[], object]], None]:
-    """A function that runs a callback on the current event loop from any thread."""
+def soon_caller() -> Callable[[Callable[[], object]], None]:
+    """A function that runs a callback soon on the current event loop, from any thread."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -84,7 +85,7 @@ async def wait_future(future: concurrent.futures.Future[Any]) -> Any:
     Cancelling the wait leaves the future alone."""
     if not future.done():
         done = anyio.Event()
-        call_soon = _threadsafe_caller()
+        call_soon = soon_caller()
         future.add_done_callback(lambda _: call_soon(done.set))
         await done.wait()
     return future.result()
@@ -119,7 +120,7 @@ class Stream:
             data: bytes = self._ray.get(ref)  # ready: the wait above fetched it
             return data
         if self._pump is None:
-            call_soon = _threadsafe_caller()
+            call_soon = soon_caller()
             self._pump = threading.Thread(
                 target=self._read_all, args=(call_soon,), name="dsh-code-ray-stream", daemon=True
             )
@@ -272,13 +273,18 @@ class RayBackend:
         """Send one run to the actor; its events come back through the stream."""
         return Stream(self.ray, actor.run.remote(run_id, submission))
 
-    def reply(self, actor: Any, run_id: int, reply: bytes) -> None:
-        """Send a binding's reply (fire and forget: a lost reply shows as a dead stream)."""
-        actor.reply.remote(run_id, reply)
+    def reply(self, actor: Any, run_id: int, replies: bytes) -> None:
+        """Send binding replies (fire and forget: a lost reply shows as a dead stream)."""
+        actor.reply.remote(run_id, replies)
 
     def abort(self, actor: Any, run_id: int) -> None:
         """Ask the actor to abort a run (fire and forget)."""
         actor.abort.remote(run_id)
+
+    def is_task_error(self, exc: BaseException) -> bool:
+        """True when ``exc`` is an exception raised by the actor's method (the actor lives on),
+        not the actor's or its node's death."""
+        return isinstance(exc, self.ray.exceptions.RayTaskError)
 
 
 def error_text(exc: BaseException) -> str:

@@ -11,13 +11,14 @@ lost: the run is ``died``, or, if the node never said ``Started``, ``NotStarted`
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import msgspec
 
 from host.cluster._pool import Node
-from host.cluster._ray import RayBackend, error_text, wait_future
+from host.cluster._ray import RayBackend, error_text, soon_caller, wait_future
 from host.cluster._stats import ClusterRunStats
 from host.cluster._wire import (
     Answer,
@@ -42,10 +43,13 @@ __all__ = ("ClusterRun", "NodeLost", "NotStarted")
 class NodeLost(Exception):
     """The stream of a run ended without ``Finished``: the node or its actor is gone."""
 
-    def __init__(self, why: str, *, started: bool) -> None:
+    def __init__(self, why: str, *, started: bool, node_gone: bool = True) -> None:
         super().__init__(why)
         self.why = why
         self.started = started
+        self.node_gone = node_gone
+        """False when only this run failed there (its actor's method raised): the node
+        stays in use."""
 
 
 class NotStarted(msgspec.Struct, frozen=True):
@@ -83,12 +87,15 @@ class ClusterRun:
         self._heard_at = time.monotonic()
         self._began = time.monotonic()
         self._aborted = False
+        self._outbox: list[Answer | Refusal] = []
+        self._soon: Callable[[Callable[[], object]], None] = lambda callback: None
         self.lost_node: str | None = None
         """Why the node was lost under this run (the pool stops using it), else None."""
 
     async def execute(self) -> RunResult | NotStarted:
         """Run to the end; a ``RunResult`` whatever happened, or ``NotStarted``."""
         submission = encode_request(self.request, progress=self.request.on_progress is not None)
+        self._soon = soon_caller()
         self._stream = self.backend.start_run(self.node.actor, self.run_id, submission)
         cancelled: str | None = None
         lost: NodeLost | None = None
@@ -105,9 +112,9 @@ class ClusterRun:
             with anyio.CancelScope(shield=True):
                 lost = await self._drain()
         if lost is not None:
-            self.lost_node = lost.why
+            self.lost_node = lost.why if lost.node_gone else None
             if self.override is None:
-                return self._died(lost.why) if lost.started else NotStarted(lost.why)
+                return self._died(lost) if lost.started else NotStarted(lost.why)
         return self._result()  # the caller settled it first (cancelled, closed, a bad value)
 
     def abort(self, reason: str) -> None:
@@ -154,7 +161,10 @@ class ClusterRun:
             try:
                 data = await self._stream.next()
             except Exception as exc:
-                self._lose(error_text(exc))
+                if self.backend.is_task_error(exc):
+                    self._lose(f"the node's actor failed: {error_text(exc)}", node_gone=False)
+                else:
+                    self._lose(error_text(exc))
                 return
             if data is None:
                 self._lose("its stream ended before the run did")
@@ -169,9 +179,11 @@ class ClusterRun:
             for event in events:
                 self._on_event(event, tg)
 
-    def _lose(self, why: str, *, started: bool | None = None) -> None:
+    def _lose(self, why: str, *, started: bool | None = None, node_gone: bool = True) -> None:
         if self._lost is None:
-            self._lost = NodeLost(why, started=self.started if started is None else started)
+            self._lost = NodeLost(
+                why, started=self.started if started is None else started, node_gone=node_gone
+            )
 
     def _on_event(self, event: Any, tg: anyio.abc.TaskGroup | None) -> None:
         match event:
@@ -247,8 +259,14 @@ class ClusterRun:
                     self._send_abort()
                     return
                 reply = Answer(id=call.id, value=value)
-        if self.finished is None and self.override is None:
-            self.backend.reply(self.node.actor, self.run_id, encode(reply))
+        self._outbox.append(reply)
+        if len(self._outbox) == 1:  # the first of this moment: the rest go along with it
+            self._soon(self._flush)
+
+    def _flush(self) -> None:
+        replies, self._outbox = self._outbox, []
+        if replies and self.finished is None and self.override is None:
+            self.backend.reply(self.node.actor, self.run_id, encode(replies))
 
     async def _watch_abort(self) -> None:
         abort = self.request.abort
@@ -309,8 +327,12 @@ class ClusterRun:
         assert finished is not None
         return msgspec.structs.replace(finished, logs=self.logs, stats=stats)
 
-    def _died(self, why: str) -> RunResult:
-        message = f"the node {self.node.label} died or stopped answering during the run: {why}"
+    def _died(self, lost: NodeLost) -> RunResult:
+        if lost.node_gone:
+            message = f"the node {self.node.label} died or stopped answering during the run: "
+        else:
+            message = f"the run failed on the node {self.node.label}: "
+        message += lost.why
         stats = self._stats(self.progress)
         if self.progress is not None:
             stats = msgspec.structs.replace(

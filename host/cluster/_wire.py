@@ -1,7 +1,7 @@
 """What crosses between the caller and a node's actor: JSON only, as tagged msgspec Structs.
 
 The caller sends a ``Submission`` (every ``RunRequest`` field but the caller's callables,
-plus the binding names), then ``Answer``/``Refusal`` replies; the actor streams batches of
+plus the binding names), then batches of ``Answer``/``Refusal`` replies; the actor streams batches of
 ``Event``s: ``Started``, ``Logs``, ``CallOut``, ``Progress``, and last ``Finished`` or
 ``Refused``.
 """
@@ -33,7 +33,7 @@ __all__ = (
     "Submission",
     "decode_events",
     "decode_info",
-    "decode_reply",
+    "decode_replies",
     "decode_request",
     "encode",
     "encode_request",
@@ -135,7 +135,7 @@ Reply = Answer | Refusal
 
 _encoder = msgspec.json.Encoder()
 _events = msgspec.json.Decoder(list[Event])
-_reply = msgspec.json.Decoder(Reply)
+_replies = msgspec.json.Decoder(list[Reply])
 _submission = msgspec.json.Decoder(Submission)
 _info = msgspec.json.Decoder(NodeInfo)
 
@@ -150,9 +150,9 @@ def decode_events(data: bytes) -> list[Event]:
     return _events.decode(data)
 
 
-def decode_reply(data: bytes) -> Reply:
-    """An ``Answer`` or a ``Refusal``."""
-    return _reply.decode(data)
+def decode_replies(data: bytes) -> list[Reply]:
+    """A batch of ``Answer``s and ``Refusal``s (calls answered in the same moment go together)."""
+    return _replies.decode(data)
 
 
 def decode_info(data: bytes) -> NodeInfo:

@@ -26,7 +26,7 @@ from host.cluster._wire import (
     Refused,
     Reply,
     Started,
-    decode_reply,
+    decode_replies,
     encode,
     forwarded_fields,
 )
@@ -43,6 +43,7 @@ class FakeActor:
     def __init__(self) -> None:
         self.send, self.receive = anyio.create_memory_object_stream[bytes | Exception | None](100)
         self.replies: list[Reply] = []
+        self.reply_calls = 0
         self.replied = anyio.Event()
         self.aborts = 0
         self.aborted = anyio.Event()
@@ -79,13 +80,17 @@ class FakeBackend:
         actor.submission = submission
         return FakeStream(actor)
 
-    def reply(self, actor: FakeActor, run_id: int, reply: bytes) -> None:
-        actor.replies.append(decode_reply(reply))
+    def reply(self, actor: FakeActor, run_id: int, replies: bytes) -> None:
+        actor.replies.extend(decode_replies(replies))
+        actor.reply_calls += 1
         actor.replied.set()
 
     def abort(self, actor: FakeActor, run_id: int) -> None:
         actor.aborts += 1
         actor.aborted.set()
+
+    def is_task_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, ArithmeticError)  # stands for Ray's RayTaskError here
 
     def ping(self, actor: FakeActor) -> concurrent.futures.Future[bytes]:
         actor.pings += 1
@@ -172,7 +177,7 @@ async def test_a_call_is_answered_by_the_callers_binding() -> None:
     assert submitted["bindings"] == ["add"] and submitted["progress"] is False
 
 
-async def test_a_failing_binding_becomes_a_refusal_and_an_unknown_name_unknown_tool() -> None:
+async def test_a_failing_binding_is_a_refusal_an_unknown_name_unknown_tool_sent_together() -> None:
     class Denied(Exception):
         code = "DENIED"
         tool = "tools.rm"
@@ -193,6 +198,7 @@ async def test_a_failing_binding_becomes_a_refusal_and_an_unknown_name_unknown_t
         Refusal(id=1, tool="tools.rm", message="not allowed", code="DENIED"),
         Refusal(id=2, tool="nope", message="no binding named 'nope'", code="UNKNOWN_TOOL"),
     ]
+    assert actor.reply_calls == 1  # answered in the same moment: sent together
     assert isinstance(result, RunResult) and result.ok
 
 
@@ -239,6 +245,16 @@ async def test_a_node_lost_before_started_is_not_started_after_it_is_died() -> N
     assert result.error.message.endswith("ConnectionError: the actor is unavailable")
     assert result.logs == ["working"]
     assert run.lost_node is not None
+
+    async def raised(actor: FakeActor) -> None:
+        actor.batch(Started())
+        actor.send.send_nowait(ZeroDivisionError("a bug in the actor"))
+
+    result, _, run = await _run(RunRequest(program="..."), raised)
+    assert isinstance(result, RunResult) and result.error is not None
+    assert result.error.kind == "died"
+    assert "the node's actor failed: ZeroDivisionError: a bug in the actor" in result.error.message
+    assert run.lost_node is None  # only this run failed there: the node stays in use
 
     async def ended(actor: FakeActor) -> None:
         actor.batch(Started())

@@ -22,7 +22,7 @@ from host.cluster._wire import (
     Started,
     Submission,
     decode_events,
-    decode_reply,
+    decode_replies,
     decode_request,
     encode,
     encode_request,
@@ -167,8 +167,8 @@ def test_a_batch_of_events_round_trips(batch: list[Any]) -> None:
         code=st.sampled_from(["TOOL_ERROR", "DENIED"]),
     )
 )
-def test_a_reply_round_trips(reply: Answer | Refusal) -> None:
-    assert decode_reply(encode(reply)) == reply
+def test_replies_round_trip(reply: Answer | Refusal) -> None:
+    assert decode_replies(encode([reply, reply])) == [reply, reply]
 
 
 def test_big_integers_stay_integers() -> None:
