@@ -2,9 +2,9 @@
 
 Starts a local cluster on this machine (a head node with ``ray start``; a second node for
 the two-node figures), or uses ``--address``. Measures, interleaved run by run with a
-local ``SubprocessRuntime()`` so that load hits both alike: a trivial run (a fresh program
-text each time) and a run of 10 sequential awaited binding calls, p50/p95 over ``--runs``
-samples, and from them the overhead per run and per call; then throughput (runs/s with
+local ``SubprocessRuntime()`` so that load hits both alike: trivial runs (a fresh program
+text each time), then runs of 10 sequential awaited binding calls, p50/p95 over ``--runs``
+samples each, and from them the overhead per run and per call; then throughput (runs/s with
 ``--concurrency`` runs in flight for ``--seconds``) through 1 and 2 nodes and locally,
 with the caller's own CPU per run and per call (its process time over the batch: Ray's
 threads in this process included). Prints a markdown table; ``--json FILE`` keeps every
@@ -54,24 +54,20 @@ async def _timed(runtime: CodeRuntime, template: str, i: int) -> float:
 
 
 async def overhead(ray_rt: RayRuntime, local: SubprocessRuntime, runs: int) -> dict[str, Any]:
-    """Trivial and 10-call runs, Ray and local interleaved one by one."""
+    """Trivial runs, then 10-call runs: each a Ray run and a local run in turn."""
     samples: dict[str, list[float]] = {
         "ray trivial": [],
         "local trivial": [],
         "ray 10 calls": [],
         "local 10 calls": [],
     }
-    for _ in range(10):  # warm both up: spares forked, code paths loaded
-        for rt in (ray_rt, local):
-            await _timed(rt, _CALLING, 0)
-    for i in range(runs):
-        for name, rt, template in (
-            ("ray trivial", ray_rt, _TRIVIAL),
-            ("local trivial", local, _TRIVIAL),
-            ("ray 10 calls", ray_rt, _CALLING),
-            ("local 10 calls", local, _CALLING),
-        ):
-            samples[name].append(await _timed(rt, template, i))
+    for kind, template in (("trivial", _TRIVIAL), ("10 calls", _CALLING)):
+        for _ in range(10):  # warm both up: spares forked, code paths loaded
+            for rt in (ray_rt, local):
+                await _timed(rt, template, 0)
+        for i in range(runs):
+            samples[f"ray {kind}"].append(await _timed(ray_rt, template, i))
+            samples[f"local {kind}"].append(await _timed(local, template, i))
     out: dict[str, Any] = {name: summarize(s) for name, s in samples.items()}
     run_over = [
         r - lo for r, lo in zip(samples["ray trivial"], samples["local trivial"], strict=True)
