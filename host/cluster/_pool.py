@@ -20,6 +20,7 @@ import anyio
 from host.cluster._exceptions import ClusterError
 from host.cluster._ray import NodeRecord
 from host.cluster._wire import PROTOCOL, NodeInfo, decode_info, forwarded_fields
+from runtime._errors import RuntimeClosedError
 
 __all__ = ("Backend", "Node", "NodePool")
 
@@ -99,11 +100,14 @@ class NodePool:
         self._queue: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
         self._tick = 0
+        self._closed = False
 
     # ---- looking at the cluster ----------------------------------------------------------
 
     def _update(self) -> None:
         """Take in a finished listing and ready actors; ask for a new listing when due."""
+        if self._closed:
+            return
         listing = self._listing
         if listing is not None and listing.done():
             self._listing = None
@@ -189,7 +193,8 @@ class NodePool:
 
     async def acquire(self, exclude: Collection[str] = ()) -> Node:
         """A node with room for one more run (queued in arrival order while there is none).
-        Raises ``ClusterError`` when no node could take it for ``start_timeout_s``."""
+        Raises ``ClusterError`` when no node could take it for ``start_timeout_s``, and
+        ``RuntimeClosedError`` once the pool is closed."""
         self._update()
         if self._queue is None:
             self._queue = anyio.Lock()
@@ -200,6 +205,8 @@ class NodePool:
         async with self._queue:
             since = self._clock()
             while True:
+                if self._closed:
+                    raise RuntimeClosedError("this RayRuntime closed while the run was waiting")
                 self._update()
                 node = self._pick(exclude)
                 if node is not None:
@@ -250,6 +257,8 @@ class NodePool:
 
     def close(self) -> list[Node]:
         """Forget every node (the caller closes their actors) and stop the listing thread."""
+        self._closed = True
+        self._wake()
         nodes = list(self.nodes.values())
         self.nodes = {}
         if self._executor is not None:

@@ -96,7 +96,11 @@ class ClusterRun:
         """Run to the end; a ``RunResult`` whatever happened, or ``NotStarted``."""
         submission = encode_request(self.request, progress=self.request.on_progress is not None)
         self._soon = soon_caller()
-        self._stream = self.backend.start_run(self.node.actor, self.run_id, submission)
+        try:
+            self._stream = self.backend.start_run(self.node.actor, self.run_id, submission)
+        except Exception as exc:  # the actor's handle is no good any more
+            self.lost_node = error_text(exc)
+            return NotStarted(self.lost_node)
         cancelled: str | None = None
         lost: NodeLost | None = None
         try:

@@ -181,6 +181,11 @@ class RayRuntime:
                 RunError(kind="aborted", message="the run was aborted before it started")
             )
         node = await self._pool.acquire()
+        if request.abort is not None and request.abort.is_set():  # while it waited its turn
+            self._pool.release(node)
+            return self._early(
+                RunError(kind="aborted", message="the run was aborted before it started")
+            )
         outcome = await self._run_on(node, request, None)
         if isinstance(outcome, NotStarted):
             # it never started there: once more, on another node

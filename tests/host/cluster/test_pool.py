@@ -12,6 +12,7 @@ from host.cluster import ClusterError
 from host.cluster._pool import Node, NodePool
 from host.cluster._ray import NodeRecord
 from host.cluster._wire import PROTOCOL, NodeInfo, encode, forwarded_fields
+from runtime import RuntimeClosedError
 
 pytestmark = pytest.mark.anyio
 
@@ -288,3 +289,25 @@ async def test_excluded_nodes_are_not_picked() -> None:
         assert node.node_id == "n2"
         pool.release(node)
     pool.close()
+
+
+async def test_closing_ends_the_wait_of_queued_runs() -> None:
+    fake = FakeRay("n1")
+    pool = _pool(fake, runs_per_node=1)
+    await _started(pool, fake, "n1")
+    await pool.acquire()
+    errors: list[BaseException] = []
+
+    async def queued() -> None:
+        try:
+            await pool.acquire()
+        except RuntimeClosedError as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queued)
+        await anyio.sleep(0.05)
+        assert pool.close()[0].node_id == "n1"
+    assert len(errors) == 1 and "closed while the run was waiting" in str(errors[0])
+    pool._update()  # a closed pool makes no actor any more
+    assert fake.created == ["n1"]
