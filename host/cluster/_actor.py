@@ -15,7 +15,7 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import msgspec
@@ -45,6 +45,8 @@ __all__ = ("NodeActor",)
 _log = logging.getLogger("host.cluster")
 #: Seconds into a run after which the actor says ``Started`` even with nothing else to send.
 STARTED_AFTER_S = 0.01
+#: Aborts of runs not seen yet that an actor remembers (the oldest are forgotten).
+_EARLY_ABORTS_KEPT = 1000
 
 
 def _anyio_context() -> contextvars.Context:
@@ -126,6 +128,7 @@ class NodeActor:
         self._options = options
         self._runtime = SubprocessRuntime(**options)
         self._runs: dict[int, _NodeRun] = {}
+        self._early_aborts: dict[int, None] = {}  # aborts that came before their run
 
     async def ready(self) -> bytes:
         """Start the node's runtime (its template) and say what the node offers."""
@@ -155,10 +158,13 @@ class NodeActor:
         """Answer at once: the caller's proof that this actor and its node still respond."""
         return b""
 
-    async def run(self, run_id: int, submission: bytes) -> AsyncIterator[bytes]:
+    async def run(self, run_id: int, submission: bytes) -> AsyncGenerator[bytes, None]:
         """Run one program; yields batches of events, ``Finished`` or ``Refused`` last."""
         node_run = _NodeRun()
         self._runs[run_id] = node_run
+        if run_id in self._early_aborts:
+            del self._early_aborts[run_id]
+            node_run.abort.set()
         task: asyncio.Task[Any] | None = None
         timer: asyncio.TimerHandle | None = None
         try:
@@ -237,6 +243,10 @@ class NodeActor:
         node_run = self._runs.get(run_id)
         if node_run is not None:
             node_run.abort.set()
+        else:  # Ray may start it before its run: the run sees it when it starts
+            self._early_aborts[run_id] = None
+            while len(self._early_aborts) > _EARLY_ABORTS_KEPT:
+                del self._early_aborts[next(iter(self._early_aborts))]
 
     async def close(self) -> None:
         """Abort the node's runs and wait until every child has exited."""
