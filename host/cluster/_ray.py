@@ -34,6 +34,7 @@ __all__ = (
     "wait_future",
 )
 
+_log = logging.getLogger("host.cluster")
 _INSTALL = "pip install 'dsh-code[ray]'"
 #: Seconds a GCS address may take to accept a TCP connection before we say it is not there.
 _PROBE_S = 5.0
@@ -185,6 +186,7 @@ class RayBackend:
         self.ray = import_ray()
         self._actor_class: Any = None
         self.owns_connection = False
+        self._restore: Callable[[], None] = lambda: None
 
     # ---- the connection ----------------------------------------------------------------
 
@@ -209,14 +211,37 @@ class RayBackend:
         finally:
             worker_log.removeFilter(quiet)
         self.owns_connection = True
+        self._quiet_cluster_errors()
+
+    def _quiet_cluster_errors(self) -> None:
+        """Send the cluster's error messages (a node died, ...) to our logger, not stdout.
+
+        A Ray driver prints them to ``sys.stdout`` from a thread of its own (and on the
+        way replaces ``builtins.print``), whatever ``log_to_driver`` says: that would
+        corrupt the stdout of ``dsh-code run --json`` and the MCP channel of ``dsh-code
+        mcp``. The thread looks the printer up in Ray's worker module at each message.
+        """
+        worker: Any = importlib.import_module("ray._private.worker")
+        original = worker.print_to_stdstream
+
+        def to_log(data: dict[str, Any], ignore_prefix: bool) -> None:
+            for text in data.get("lines", []):
+                first, _, rest = str(text).strip().partition("\n")
+                _log.warning("dsh-code: the Ray cluster says (%s): %s", data.get("pid"), first)
+                if rest:
+                    _log.debug("%s", rest)
+
+        worker.print_to_stdstream = to_log
+        self._restore = lambda: setattr(worker, "print_to_stdstream", original)
 
     def connected(self) -> bool:
         """True while this process has a Ray connection."""
         return bool(self.ray.is_initialized())
 
     def shutdown(self) -> None:
-        """``ray.shutdown()`` (blocking)."""
+        """``ray.shutdown()`` (blocking), and Ray's own printer back."""
         self.ray.shutdown()
+        self._restore()
 
     # ---- nodes and actors ----------------------------------------------------------------
 

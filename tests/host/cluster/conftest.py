@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections.abc import Iterator
@@ -13,8 +14,8 @@ from tests.host.cluster.local_cluster import LocalCluster, orphans
 
 
 def _connect(address: str) -> Any:
-    """This process's Ray connection (``ray.init`` off the main thread: it would take
-    over SIGTERM there)."""
+    """This process's Ray connection, as a ``RayBackend`` (``ray.init`` off the main
+    thread: it would take over SIGTERM there)."""
     from host.cluster._ray import RayBackend
 
     backend = RayBackend()
@@ -31,7 +32,7 @@ def _connect(address: str) -> Any:
     thread.join(120)
     if errors:
         raise errors[0]
-    return backend.ray
+    return backend
 
 
 def _refresh_auth(ray: Any) -> None:
@@ -58,6 +59,7 @@ def cluster() -> Iterator[LocalCluster]:
     """The cluster, this process connected to it; stopped, with every Ray process gone, when
     the module that uses it ends (not at the end of the session: it is not light)."""
     local = LocalCluster()
+    print_before = builtins.print
     try:
         with pytest.MonkeyPatch.context() as env:
             # this process joins with the cluster's token, like every node; Ray reads the
@@ -72,13 +74,15 @@ def cluster() -> Iterator[LocalCluster]:
             )
             local.start_head()
             local.add_node()
-            ray = _connect(local.address)
+            backend = _connect(local.address)
             try:
-                wait_for_nodes(ray, {n.node_id for n in local.nodes})
+                wait_for_nodes(backend.ray, {n.node_id for n in local.nodes})
                 yield local
             finally:
-                ray.shutdown()
+                backend.shutdown()
     finally:
         left = local.stop()
     assert left == [], f"Ray processes left after the cluster stopped: {left}"
+    replaced, builtins.print = builtins.print is not print_before, print_before
+    assert not replaced, "Ray replaced builtins.print in this process"
     assert orphans() == [], "dsh-code children outlived the cluster"

@@ -387,3 +387,20 @@ def test_a_runtime_that_connects_itself_disconnects_at_close(cluster: LocalClust
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [42, True, False]
+
+
+async def test_the_clusters_error_messages_go_to_the_log_not_stdout(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    import ray
+
+    worker = ray._private.worker.global_worker
+    ray._private.utils.publish_error_to_driver(
+        "dsh_code_test", "a node says hello\nand more", worker.gcs_client, worker.current_job_id
+    )
+    with anyio.fail_after(30):
+        while "a node says hello" not in caplog.text:
+            await anyio.sleep(0.05)
+    assert "and more" not in caplog.text  # the first line only, at WARNING
+    out = capsys.readouterr()
+    assert out.out == ""  # Ray would print it to stdout: the MCP channel of `dsh-code mcp`
