@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -392,8 +393,7 @@ def test_a_runtime_that_connects_itself_disconnects_at_close(cluster: LocalClust
 async def test_the_clusters_error_messages_go_to_the_log_not_stdout(
     cluster: LocalCluster, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    import ray
-
+    ray: Any = importlib.import_module("ray")
     worker = ray._private.worker.global_worker
     ray._private.utils.publish_error_to_driver(
         "dsh_code_test", "a node says hello\nand more", worker.gcs_client, worker.current_job_id
