@@ -31,6 +31,7 @@ __all__ = (
     "error_text",
     "import_ray",
     "soon_caller",
+    "threadsafe_caller",
     "wait_future",
 )
 
@@ -59,7 +60,7 @@ class NodeRecord(msgspec.Struct, frozen=True, kw_only=True):
     alive: bool
 
 
-def soon_caller() -> Callable[[Callable[[], object]], None]:
+def threadsafe_caller() -> Callable[[Callable[[], object]], None]:
     """A function that runs a callback soon on the current event loop, from any thread."""
     try:
         loop = asyncio.get_running_loop()
@@ -81,12 +82,26 @@ def soon_caller() -> Callable[[Callable[[], object]], None]:
     return on_asyncio
 
 
+def soon_caller() -> Callable[[Callable[[], object]], None]:
+    """A function that runs a callback soon on the current event loop, from its own thread
+    (under asyncio without the wake-up a call from another thread needs)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return threadsafe_caller()
+
+    def on_asyncio(callback: Callable[[], object]) -> None:
+        loop.call_soon(callback)
+
+    return on_asyncio
+
+
 async def wait_future(future: concurrent.futures.Future[Any]) -> Any:
     """The result of ``future`` (completed on some other thread), without blocking the loop.
     Cancelling the wait leaves the future alone."""
     if not future.done():
         done = anyio.Event()
-        call_soon = soon_caller()
+        call_soon = threadsafe_caller()
         future.add_done_callback(lambda _: call_soon(done.set))
         await done.wait()
     return future.result()
@@ -121,7 +136,7 @@ class Stream:
             data: bytes = self._ray.get(ref)  # ready: the wait above fetched it
             return data
         if self._pump is None:
-            call_soon = soon_caller()
+            call_soon = threadsafe_caller()
             self._pump = threading.Thread(
                 target=self._read_all, args=(call_soon,), name="dsh-code-ray-stream", daemon=True
             )
