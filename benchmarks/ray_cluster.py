@@ -4,7 +4,8 @@ Starts a local cluster on this machine (a head node with ``ray start``; a second
 the two-node figures), or uses ``--address``. Measures, interleaved run by run with a
 local ``SubprocessRuntime()`` so that load hits both alike: trivial runs (a fresh program
 text each time), then runs of 10 sequential awaited binding calls, p50/p95 over ``--runs``
-samples each, and from them the overhead per run and per call; then throughput (runs/s with
+samples each, and from them the overhead per run and per call, beside Ray's own floor
+(an actor call there and back); then throughput (runs/s with
 ``--concurrency`` runs in flight for ``--seconds``) through 1 and 2 nodes and locally,
 with the caller's own CPU per run and per call (its process time over the batch: Ray's
 threads in this process included). Prints a markdown table; ``--json FILE`` keeps every
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import machine_info, summarize
 from host.cluster import RayRuntime
+from host.cluster._ray import wait_future
 from host.sandbox import SubprocessRuntime
 from runtime import CodeRuntime, RunRequest
 
@@ -68,7 +70,15 @@ async def overhead(ray_rt: RayRuntime, local: SubprocessRuntime, runs: int) -> d
         for i in range(runs):
             samples[f"ray {kind}"].append(await _timed(ray_rt, template, i))
             samples[f"local {kind}"].append(await _timed(local, template, i))
+    # Ray's own floor: one actor call there and back (a ping of a node's actor)
+    actor = ray_rt._pool.ready_nodes()[0].actor
+    pings = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await wait_future(ray_rt._backend.ping(actor))
+        pings.append((time.perf_counter() - start) * 1000)
     out: dict[str, Any] = {name: summarize(s) for name, s in samples.items()}
+    out["ray actor call round trip"] = summarize(pings)
     run_over = [
         r - lo for r, lo in zip(samples["ray trivial"], samples["local trivial"], strict=True)
     ]
@@ -166,7 +176,8 @@ def _markdown(report: dict[str, Any]) -> str:
         "",
         f"paired overhead (each Ray sample minus the local one next to it): per run "
         f"{_fmt(o['overhead per run'])} ms, per call {_fmt(o['overhead per call'])} ms "
-        f"(p50 / p95 over {o['overhead per run']['n']} pairs)",
+        f"(p50 / p95 over {o['overhead per run']['n']} pairs); Ray's own floor, one actor "
+        f"call there and back: {_fmt(o['ray actor call round trip'])} ms",
         "",
         f"| throughput ({report['args']['concurrency']} in flight, "
         f"{report['args']['seconds']:g} s) | runs/s | caller CPU ms per run | latency p50 / p95 ms |",
