@@ -301,10 +301,16 @@ async def test_close_aborts_runs_in_flight_and_leaves_no_child(cluster: LocalClu
         await rt.run(RunRequest(program="return 1"))
 
 
-async def test_a_node_killed_mid_run_gives_died_naming_it(cluster: LocalCluster) -> None:
-    victim = cluster.add_node()
-    async with RayRuntime(cluster.address, runs_per_node=1, unresponsive_s=20) as rt:
-        assert victim.node_id in rt.nodes
+async def test_a_node_that_joins_is_used_and_one_killed_mid_run_gives_died_naming_it(
+    cluster: LocalCluster,
+) -> None:
+    async with RayRuntime(cluster.address, runs_per_node=1, refresh_s=0.5) as rt:
+        assert len(rt.nodes) == 2
+        victim = await anyio.to_thread.run_sync(cluster.add_node)
+        with anyio.fail_after(60):  # the next look at the node list finds it
+            while victim.node_id not in rt.nodes:
+                await rt.run(RunRequest(program="return 1"))
+                await anyio.sleep(0.1)
         where: dict[int, str] = {}
         results: dict[int, RunResult] = {}
 
