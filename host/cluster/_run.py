@@ -88,6 +88,7 @@ class ClusterRun:
         self._began = time.monotonic()
         self._aborted = False
         self._outbox: list[Answer | Refusal] = []
+        self._serving = 0  # binding calls of this run in flight here
         self._soon: Callable[[Callable[[], object]], None] = lambda callback: None
         self.lost_node: str | None = None
         """Why the node was lost under this run (the pool stops using it), else None."""
@@ -196,6 +197,7 @@ class ClusterRun:
             case CallOut():
                 self.calls += 1
                 if tg is not None:
+                    self._serving += 1  # counted now: calls of one batch answer together
                     tg.start_soon(self._serve_call, event)
             case Progress(stats=stats):
                 self._on_progress(stats)
@@ -230,6 +232,20 @@ class ClusterRun:
 
     async def _serve_call(self, call: CallOut) -> None:
         """Answer one binding call with the caller's own binding."""
+        try:
+            reply = await self._answer(call)
+        finally:
+            self._serving -= 1
+        if reply is None:
+            return
+        self._outbox.append(reply)
+        if self._serving == 0:
+            self._flush()  # the only call in flight (the usual case): no need to wait
+        elif len(self._outbox) == 1:  # others may finish in this same moment: send together
+            self._soon(self._flush)
+
+    async def _answer(self, call: CallOut) -> Answer | Refusal | None:
+        """The reply to ``call``; None when its value settled the run instead."""
         binding = self.request.bindings.get(call.name)
         reply: Answer | Refusal
         if binding is None:
@@ -261,11 +277,9 @@ class ClusterRun:
                             f"lossless JSON: {problem}",
                         )
                     self._send_abort()
-                    return
+                    return None
                 reply = Answer(id=call.id, value=value)
-        self._outbox.append(reply)
-        if len(self._outbox) == 1:  # the first of this moment: the rest go along with it
-            self._soon(self._flush)
+        return reply
 
     def _flush(self) -> None:
         replies, self._outbox = self._outbox, []
