@@ -7,8 +7,8 @@ text each time), then runs of 10 sequential awaited binding calls, p50/p95 over 
 samples each, and from them the overhead per run and per call, beside Ray's own floor
 (an actor call there and back); then throughput (runs/s with
 ``--concurrency`` runs in flight for ``--seconds``) through 1 and 2 nodes and locally,
-with the caller's own CPU per run and per call (its process time over the batch: Ray's
-threads in this process included). Prints a markdown table; ``--json FILE`` keeps every
+with the caller's own CPU per run (its process time over the batch: Ray's threads in this
+process included) and that of the nodes' actors (their processes, not the children). Prints a markdown table; ``--json FILE`` keeps every
 figure. Usage: ``python benchmarks/ray_cluster.py [--runs N] [--seconds S]
 [--concurrency C] [--address ADDR] [--json FILE]``.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -118,6 +119,8 @@ async def throughput(
             done += 1
             i += concurrency
 
+    actors = _actor_processes(runtime)
+    actor0 = _cpu_s(actors)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     async with anyio.create_task_group() as tg:
         for k in range(concurrency):
@@ -127,8 +130,24 @@ async def throughput(
         "runs": done,
         "runs per s": done / wall,
         "caller cpu ms per run": cpu * 1000 / max(done, 1),
+        "actor cpu ms per run": (_cpu_s(actors) - actor0) * 1000 / max(done, 1),
         "latency ms": summarize(latencies),
     }
+
+
+def _actor_processes(runtime: CodeRuntime) -> list[psutil.Process]:
+    """The nodes' actor processes (their own CPU: not the children's), none for a local run."""
+    if not isinstance(runtime, RayRuntime):
+        return []
+    return [psutil.Process(n.info.pid) for n in runtime._pool.ready_nodes() if n.info is not None]
+
+
+def _cpu_s(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in processes:
+        times = proc.cpu_times()
+        total += times.user + times.system
+    return total
 
 
 def _fmt(stats: dict[str, float]) -> str:
@@ -180,14 +199,16 @@ def _markdown(report: dict[str, Any]) -> str:
         f"call there and back: {_fmt(o['ray actor call round trip'])} ms",
         "",
         f"| throughput ({report['args']['concurrency']} in flight, "
-        f"{report['args']['seconds']:g} s) | runs/s | caller CPU ms per run | latency p50 / p95 ms |",
-        "|---|---|---|---|",
+        f"{report['args']['seconds']:g} s) | runs/s | caller CPU ms per run | "
+        "nodes' actors' CPU ms per run | latency p50 / p95 ms |",
+        "|---|---|---|---|---|",
     ]
     for key, value in report.items():
         if key.startswith("throughput "):
             lines.append(
                 f"| {key.removeprefix('throughput ')} | {value['runs per s']:.0f} | "
-                f"{value['caller cpu ms per run']:.2f} | {_fmt(value['latency ms'])} |"
+                f"{value['caller cpu ms per run']:.2f} | {value['actor cpu ms per run']:.2f} | "
+                f"{_fmt(value['latency ms'])} |"
             )
     return "\n".join(lines)
 
