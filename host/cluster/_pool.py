@@ -255,16 +255,19 @@ class NodePool:
         detail = "; ".join(parts) if parts else "the cluster lists no live node"
         return f"no node of the Ray cluster could take runs within {self._start_timeout_s:g} s ({detail})"
 
-    def close(self) -> list[Node]:
-        """Forget every node (the caller closes their actors) and stop the listing thread."""
+    def close(self) -> tuple[list[Node], concurrent.futures.Future[list[NodeRecord]] | None]:
+        """Forget every node and stop the listing thread; returns the nodes (the caller
+        closes their actors) and the listing still under way, if any (to wait for before
+        Ray is shut down)."""
         self._closed = True
         self._wake()
         nodes = list(self.nodes.values())
         self.nodes = {}
+        listing, self._listing = self._listing, None
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-        return nodes
+        return nodes, listing
 
 
 def _one_line(exc: BaseException) -> str:

@@ -260,7 +260,7 @@ class RayRuntime:
             with anyio.move_on_after(self._unresponsive_s + _CLOSE_S):
                 while self._runs:
                     await anyio.sleep(0.01)
-            nodes = self._pool.close()
+            nodes, listing = self._pool.close()
             with anyio.move_on_after(_CLOSE_S):
                 for node in nodes:
                     try:
@@ -270,6 +270,9 @@ class RayRuntime:
             for node in nodes:
                 self._backend.kill(node.actor)
             if self._backend.owns_connection and self._connected:
+                if listing is not None:  # a thread still asks Ray for its nodes
+                    with anyio.move_on_after(_CLOSE_S):
+                        await wait_future(listing)
                 await anyio.to_thread.run_sync(self._backend.shutdown)
                 self._connected = False
 

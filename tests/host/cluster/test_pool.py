@@ -307,7 +307,8 @@ async def test_closing_ends_the_wait_of_queued_runs() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(queued)
         await anyio.sleep(0.05)
-        assert pool.close()[0].node_id == "n1"
+        nodes, _ = pool.close()
+        assert nodes[0].node_id == "n1"
     assert len(errors) == 1 and "closed while the run was waiting" in str(errors[0])
     pool._update()  # a closed pool makes no actor any more
     assert fake.created == ["n1"]
