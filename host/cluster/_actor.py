@@ -1,9 +1,12 @@
 """The actor on each node: owns a ``SubprocessRuntime`` and runs programs for one caller.
 
-It runs inside a Ray worker, on the asyncio loop of an async actor. Each run is a
-streaming generator: the program's log lines and binding calls go to the caller as
-batches of events as they happen; the caller's replies come back through ``reply``.
-Ray is imported only inside methods, so the caller can import this module without it.
+It runs inside a Ray worker, on the asyncio loop of an async actor. A run is a chain of
+plain actor calls, one at a time: ``start`` sends the program and returns the run's first
+batch of events, each ``exchange`` brings the caller's replies and returns the next batch
+(the program's log lines and binding calls, as they happened), the last one holding
+``Finished``. A plain call costs Ray about half what a streamed item does. Replies that
+are ready while an exchange waits come through ``reply``. Ray is imported only inside
+methods, so the caller can import this module without it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator
+import time
 from typing import Any
 
 import msgspec
@@ -47,6 +50,8 @@ _log = logging.getLogger("host.cluster")
 STARTED_AFTER_S = 0.01
 #: Aborts of runs not seen yet that an actor remembers (the oldest are forgotten).
 _EARLY_ABORTS_KEPT = 1000
+#: Seconds a finished run whose last batch nobody asked for is kept (a caller gone astray).
+_UNCLAIMED_S = 60.0
 
 
 def _anyio_context() -> contextvars.Context:
@@ -65,6 +70,14 @@ def _anyio_context() -> contextvars.Context:
     return context
 
 
+def _replies(data: bytes, run_id: int) -> list[Answer | Refusal]:
+    try:
+        return decode_replies(data)
+    except msgspec.DecodeError:
+        _log.warning("dsh-code: unreadable replies for run %d were dropped", run_id)
+        return []
+
+
 class _NodeRun:
     """One run's mailbox: events waiting for the caller, calls waiting for a reply."""
 
@@ -75,6 +88,53 @@ class _NodeRun:
         self.abort = asyncio.Event()
         self.pending: dict[int, asyncio.Future[Answer | Refusal]] = {}
         self.next_id = 0
+        self.task: asyncio.Task[Any] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.started = False
+        self.over = False  # its last batch has been handed out
+        self.busy = False  # a start or an exchange waits for its next batch
+        self.asked_at = time.monotonic()
+
+    async def next_batch(self, last: Any) -> bytes:
+        """The run's next batch of events, waiting for one; ``Started`` leads the first,
+        and the last ends with ``last(task)`` (``Finished`` or ``Refused``)."""
+        task = self.task
+        assert task is not None and self.timer is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            batch = self.take()
+            if not self.started and (batch or task.done() or self.timer.when() <= loop.time()):
+                # `Started` goes with the run's first batch, or alone once it has run a
+                # moment: a short run costs one call, not two
+                self.timer.cancel()
+                self.started = True
+                batch.insert(0, Started())
+            if task.done():
+                batch.append(last(task))
+                self.over = True
+                return encode(batch)
+            if batch:
+                return encode(batch)
+
+    def deliver(self, replies: list[Answer | Refusal]) -> None:
+        """Hand the caller's replies to the calls waiting for them; others are dropped."""
+        for message in replies:
+            waiting = self.pending.get(message.id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(message)
+
+    async def end(self) -> None:
+        """Abort the run if it is still going and wait for it; cancel waiting calls."""
+        if self.timer is not None:
+            self.timer.cancel()
+        for reply in self.pending.values():
+            reply.cancel()
+        if self.task is not None and not self.task.done():
+            self.abort.set()
+            with contextlib.suppress(BaseException):
+                await self.task
 
     def emit(self, event: Event) -> None:
         self._flush_lines()  # a line written before a call arrives before the call
@@ -158,59 +218,64 @@ class NodeActor:
         """Answer at once: the caller's proof that this actor and its node still respond."""
         return b""
 
-    async def run(self, run_id: int, submission: bytes) -> AsyncGenerator[bytes, None]:
-        """Run one program; yields batches of events, ``Finished`` or ``Refused`` last."""
+    async def start(self, run_id: int, submission: bytes) -> bytes:
+        """Start one program; returns its first batch of events."""
+        self._sweep()
         node_run = _NodeRun()
+        try:
+            request = decode_request(
+                submission,
+                binding=node_run.binding,
+                on_log=node_run.log,
+                abort=node_run.abort,
+                on_progress=node_run.progress,
+            )
+        except RuntimeUsageError as exc:
+            return encode([Refused(message=str(exc), node_trouble=False)])
         self._runs[run_id] = node_run
         if run_id in self._early_aborts:
             del self._early_aborts[run_id]
             node_run.abort.set()
-        task: asyncio.Task[Any] | None = None
-        timer: asyncio.TimerHandle | None = None
+        loop = asyncio.get_running_loop()
+        node_run.task = loop.create_task(self._runtime.run(request), context=_anyio_context())
+        node_run.task.add_done_callback(lambda _: node_run.wake.set())
+        node_run.timer = loop.call_later(STARTED_AFTER_S, node_run.wake.set)
+        return await self._next(run_id, node_run)
+
+    async def exchange(self, run_id: int, replies: bytes) -> bytes:
+        """Take the caller's replies; returns the run's next batch of events."""
+        node_run = self._runs.get(run_id)
+        if node_run is None or node_run.busy:  # the caller's bug: it fails this run only
+            raise RuntimeError(f"this node has no run {run_id} waiting for an exchange")
+        node_run.deliver(_replies(replies, run_id))
+        return await self._next(run_id, node_run)
+
+    async def _next(self, run_id: int, node_run: _NodeRun) -> bytes:
+        node_run.busy = True
         try:
-            try:
-                request = decode_request(
-                    submission,
-                    binding=node_run.binding,
-                    on_log=node_run.log,
-                    abort=node_run.abort,
-                    on_progress=node_run.progress,
-                )
-            except RuntimeUsageError as exc:
-                yield encode([Refused(message=str(exc), node_trouble=False)])
-                return
-            loop = asyncio.get_running_loop()
-            task = loop.create_task(self._runtime.run(request), context=_anyio_context())
-            task.add_done_callback(lambda _: node_run.wake.set())
-            # `Started` goes with the run's first batch, or alone once it has run a moment:
-            # a short run costs one message, not two
-            timer = loop.call_later(STARTED_AFTER_S, node_run.wake.set)
-            started = False
-            while True:
-                await node_run.wake.wait()
-                node_run.wake.clear()
-                batch = node_run.take()
-                if not started and (batch or task.done() or timer.when() <= loop.time()):
-                    timer.cancel()
-                    started = True
-                    batch.insert(0, Started())
-                if task.done():
-                    batch.append(self._last(task))
-                    yield encode(batch)
-                    return
-                if batch:
-                    yield encode(batch)
-        finally:
-            if timer is not None:
-                timer.cancel()
+            data = await node_run.next_batch(self._last)
+        except BaseException:
+            # this call was cancelled (the actor is going away): so is the run
             self._runs.pop(run_id, None)
-            for reply in node_run.pending.values():
-                reply.cancel()
-            if task is not None and not task.done():
-                # the stream was dropped (the caller is gone): the run ends as `aborted`
-                node_run.abort.set()
-                with contextlib.suppress(BaseException):
-                    await task
+            with contextlib.suppress(BaseException):
+                await node_run.end()
+            raise
+        finally:
+            node_run.busy = False
+            node_run.asked_at = time.monotonic()
+        if node_run.over:
+            self._runs.pop(run_id, None)
+            await node_run.end()
+        return data
+
+    def _sweep(self) -> None:
+        """Forget finished runs whose last batch nobody came for."""
+        now = time.monotonic()
+        for run_id, node_run in list(self._runs.items()):
+            task = node_run.task
+            unclaimed = now - node_run.asked_at > _UNCLAIMED_S
+            if task is not None and task.done() and not node_run.busy and unclaimed:
+                del self._runs[run_id]
 
     def _last(self, task: asyncio.Task[Any]) -> Event:
         try:
@@ -224,19 +289,10 @@ class NodeActor:
         return Finished(result=msgspec.structs.replace(result, logs=[]))
 
     async def reply(self, run_id: int, replies: bytes) -> None:
-        """The caller's answers to binding calls; late or unknown answers are dropped."""
+        """Replies that became ready while an exchange was waiting."""
         node_run = self._runs.get(run_id)
-        if node_run is None:
-            return
-        try:
-            messages = decode_replies(replies)
-        except msgspec.DecodeError:
-            _log.warning("dsh-code: unreadable replies for run %d were dropped", run_id)
-            return
-        for message in messages:
-            waiting = node_run.pending.get(message.id)
-            if waiting is not None and not waiting.done():
-                waiting.set_result(message)
+        if node_run is not None:
+            node_run.deliver(_replies(replies, run_id))
 
     async def abort(self, run_id: int) -> None:
         """Abort a run (it settles as ``aborted`` and reports ``Finished``)."""

@@ -1,4 +1,4 @@
-"""The one door to Ray: import it, connect, list nodes, place actors, read a run's stream.
+"""The one door to Ray: import it, connect, list nodes, place actors, talk to them.
 
 Ray is imported lazily (``import_ray``), and only by this module; everything it hands
 out is typed ``Any``. Waiting on Ray works under asyncio and trio alike: Ray completes
@@ -8,14 +8,11 @@ futures on its own threads, and a thread-safe call wakes the caller's event loop
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
-import functools
 import importlib
 import logging
 import socket
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -27,7 +24,6 @@ from host.cluster._exceptions import ClusterError
 __all__ = (
     "NodeRecord",
     "RayBackend",
-    "Stream",
     "error_text",
     "import_ray",
     "soon_caller",
@@ -105,72 +101,6 @@ async def wait_future(future: concurrent.futures.Future[Any]) -> Any:
         future.add_done_callback(lambda _: call_soon(done.set))
         await done.wait()
     return future.result()
-
-
-class Stream:
-    """The batches a run's streaming generator yields, read one at a time.
-
-    ``next()`` returns a batch's bytes, None at the end of the stream, or raises the Ray
-    error that ended it (the actor or its node died). Under asyncio it awaits Ray's own
-    async iterator; under trio a thread per run reads the stream (the generator is not
-    thread-safe: that thread is its only reader).
-    """
-
-    def __init__(self, ray: Any, generator: Any) -> None:
-        self._ray = ray
-        self._generator = generator
-        self._asyncio = _is_asyncio()
-        self._items: collections.deque[tuple[bytes | None, BaseException | None]] = (
-            collections.deque()
-        )
-        self._arrived: anyio.Event | None = None
-        self._pump: threading.Thread | None = None
-
-    async def next(self) -> bytes | None:
-        """The next batch; None once the stream has ended."""
-        if self._asyncio:
-            try:
-                ref = await self._generator.__anext__()
-            except StopAsyncIteration:
-                return None
-            data: bytes = self._ray.get(ref)  # ready: the wait above fetched it
-            return data
-        if self._pump is None:
-            call_soon = threadsafe_caller()
-            self._pump = threading.Thread(
-                target=self._read_all, args=(call_soon,), name="dsh-code-ray-stream", daemon=True
-            )
-            self._pump.start()
-        while not self._items:
-            self._arrived = anyio.Event()
-            await self._arrived.wait()
-        data_or_end, error = self._items.popleft()
-        if error is not None:
-            raise error
-        return data_or_end
-
-    def _read_all(self, call_soon: Callable[[Callable[[], object]], None]) -> None:
-        """On the pump thread: every item of the stream, then the end (or the error)."""
-        item: tuple[bytes | None, BaseException | None] = (None, None)
-        try:
-            for ref in self._generator:
-                call_soon(functools.partial(self._deliver, (self._ray.get(ref), None)))
-        except Exception as exc:
-            item = (None, exc)
-        call_soon(lambda: self._deliver(item))
-
-    def _deliver(self, item: tuple[bytes | None, BaseException | None]) -> None:
-        self._items.append(item)
-        if self._arrived is not None:
-            self._arrived.set()
-
-
-def _is_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 class _QuietSigterm(logging.Filter):
@@ -309,9 +239,15 @@ class RayBackend:
 
     # ---- runs --------------------------------------------------------------------------
 
-    def start_run(self, actor: Any, run_id: int, submission: bytes) -> Stream:
-        """Send one run to the actor; its events come back through the stream."""
-        return Stream(self.ray, actor.run.remote(run_id, submission))
+    def start(self, actor: Any, run_id: int, submission: bytes) -> concurrent.futures.Future[bytes]:
+        """Send one run to the actor; completes with the run's first batch of events."""
+        future: concurrent.futures.Future[bytes] = actor.start.remote(run_id, submission).future()
+        return future
+
+    def exchange(self, actor: Any, run_id: int, replies: bytes) -> concurrent.futures.Future[bytes]:
+        """Send replies (maybe none); completes with the run's next batch of events."""
+        future: concurrent.futures.Future[bytes] = actor.exchange.remote(run_id, replies).future()
+        return future
 
     def reply(self, actor: Any, run_id: int, replies: bytes) -> None:
         """Send binding replies (fire and forget: a lost reply shows as a dead stream)."""

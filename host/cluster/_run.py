@@ -1,15 +1,19 @@
 """One run on a node, seen from the caller: send it, serve its binding calls, settle it.
 
-The steps: ``execute`` -> ``_exchange`` (read the stream; each ``CallOut`` is served by
-the caller's binding in a task of its own, its reply sent back to the actor) -> the
-result. The caller's cancellation, an abort, or a binding's bad value ask the node to
-abort and still wait for its ``Finished`` (bounded), so that when ``execute`` returns the
-run's child is gone. A stream that ends in a Ray error means the node or its actor is
-lost: the run is ``died``, or, if the node never said ``Started``, ``NotStarted``.
+The steps: ``execute`` -> ``_exchange`` (a chain of actor calls, one at a time: ``start``
+returns the run's first batch of events, each ``exchange`` takes the replies so far and
+returns the next batch; each ``CallOut`` is served by the caller's binding in a task of
+its own) -> the result. Replies of the calls of a batch ride on the next exchange when
+they are ready within ``_REPLY_GRACE_S``; later ones go alone (``reply``). The caller's
+cancellation, an abort, or a binding's bad value ask the node to abort and still wait for
+its ``Finished`` (bounded), so that when ``execute`` returns the run's child is gone. A
+call that fails with a Ray error means the node or its actor is lost: the run is
+``died``, or, if the node never said ``Started``, ``NotStarted``.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +42,10 @@ from runtime._errors import RuntimeUsageError
 from runtime._json import json_problem
 
 __all__ = ("ClusterRun", "NodeLost", "NotStarted")
+
+#: Seconds the caller waits for the calls of a batch to be answered before it asks for the
+#: next batch without them (their replies then go alone).
+_REPLY_GRACE_S = 0.005
 
 
 class NodeLost(Exception):
@@ -83,7 +91,8 @@ class ClusterRun:
         self.override: RunError | None = None  # the caller settled it first (a bad value)
         self.progress: RunStats | None = None
         self.calls = 0
-        self._stream: Any = None
+        self._pending: concurrent.futures.Future[bytes] | None = None  # start or exchange
+        self._answered: anyio.Event | None = None  # set when every call of a batch answered
         self._heard_at = time.monotonic()
         self._began = time.monotonic()
         self._aborted = False
@@ -98,7 +107,7 @@ class ClusterRun:
         submission = encode_request(self.request, progress=self.request.on_progress is not None)
         self._soon = soon_caller()
         try:
-            self._stream = self.backend.start_run(self.node.actor, self.run_id, submission)
+            self._pending = self.backend.start(self.node.actor, self.run_id, submission)
         except Exception as exc:  # the actor's handle is no good any more
             self.lost_node = error_text(exc)
             return NotStarted(self.lost_node)
@@ -163,17 +172,26 @@ class ClusterRun:
 
     async def _read(self, tg: anyio.abc.TaskGroup | None) -> None:
         while self.finished is None and self._lost is None and self._refused is None:
+            if self._pending is None:  # ask for the next batch, with the replies so far
+                replies, self._outbox = self._outbox, []
+                try:
+                    self._pending = self.backend.exchange(
+                        self.node.actor, self.run_id, encode(replies)
+                    )
+                except Exception as exc:
+                    self._lose(error_text(exc))
+                    return
             try:
-                data = await self._stream.next()
+                data = await wait_future(self._pending)
             except Exception as exc:
                 if self.backend.is_task_error(exc):
                     self._lose(f"the node's actor failed: {error_text(exc)}", node_gone=False)
                 else:
                     self._lose(error_text(exc))
                 return
-            if data is None:
-                self._lose("its stream ended before the run did")
-                return
+            finally:
+                if self._pending is not None and self._pending.done():
+                    self._pending = None
             self._heard_at = time.monotonic()
             try:
                 events = decode_events(data)
@@ -183,6 +201,13 @@ class ClusterRun:
                 return
             for event in events:
                 self._on_event(event, tg)
+            if self._serving and self.finished is None:
+                # the calls just started usually answer at once: their replies go along
+                # with the next exchange rather than in calls of their own
+                self._answered = anyio.Event()
+                with anyio.move_on_after(_REPLY_GRACE_S):
+                    await self._answered.wait()
+                self._answered = None
 
     def _lose(self, why: str, *, started: bool | None = None, node_gone: bool = True) -> None:
         if self._lost is None:
@@ -239,8 +264,11 @@ class ClusterRun:
         if reply is None:
             return
         self._outbox.append(reply)
-        if self._serving == 0:
-            self._flush()  # the only call in flight (the usual case): no need to wait
+        if self._pending is None:  # the next exchange is not sent yet: it takes the reply
+            if self._serving == 0 and self._answered is not None:
+                self._answered.set()
+        elif self._serving == 0:
+            self._flush()  # an exchange waits: the reply goes alone, at once
         elif len(self._outbox) == 1:  # others may finish in this same moment: send together
             self._soon(self._flush)
 
@@ -282,6 +310,8 @@ class ClusterRun:
         return reply
 
     def _flush(self) -> None:
+        if self._pending is None:
+            return  # the next exchange takes them
         replies, self._outbox = self._outbox, []
         if replies and self.finished is None and self.override is None:
             self.backend.reply(self.node.actor, self.run_id, encode(replies))

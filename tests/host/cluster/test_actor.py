@@ -1,7 +1,8 @@
-"""NodeActor driven directly, without Ray: batches, Started, replies, aborts, refusals."""
+"""NodeActor driven directly, without Ray: batches, Started, exchanges, aborts, refusals."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -51,20 +52,22 @@ async def _nothing(args: Any) -> Any:
 
 async def _drive(actor: NodeActor, run_id: int, request: RunRequest) -> list[list[Event]]:
     """Every batch of one run, answering each call with ``{"echo": args}`` (or refusing
-    the binding named ``refused``)."""
+    the binding named ``refused``) in the next exchange."""
     batches = []
-    async for data in actor.run(run_id, encode_request(request, progress=False)):
+    data = await actor.start(run_id, encode_request(request, progress=False))
+    while True:
         batch = decode_events(data)
         batches.append(batch)
-        for event in batch:
-            if isinstance(event, CallOut):
-                reply: Answer | Refusal = (
-                    Refusal(id=event.id, tool=event.name, message="no", code="DENIED")
-                    if event.name == "refused"
-                    else Answer(id=event.id, value={"echo": event.args})
-                )
-                await actor.reply(run_id, encode([reply]))
-    return batches
+        if isinstance(batch[-1], Finished | Refused):
+            return batches
+        replies: list[Answer | Refusal] = [
+            Refusal(id=e.id, tool=e.name, message="no", code="DENIED")
+            if e.name == "refused"
+            else Answer(id=e.id, value={"echo": e.args})
+            for e in batch
+            if isinstance(e, CallOut)
+        ]
+        data = await actor.exchange(run_id, encode(replies))
 
 
 async def test_a_short_run_is_one_batch(actor: NodeActor, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,13 +82,14 @@ async def test_a_short_run_is_one_batch(actor: NodeActor, monkeypatch: pytest.Mo
 
 async def test_a_long_run_says_started_on_its_own_then_finishes(actor: NodeActor) -> None:
     request = RunRequest(program="import time\nwhile True:\n    time.sleep(0.01)")
-    stream = actor.run(1, encode_request(request, progress=False))
-    assert decode_events(await anext(stream)) == [Started()]  # nothing else to send with it
+    first = await actor.start(1, encode_request(request, progress=False))
+    assert decode_events(first) == [Started()]  # nothing else to send with it
     await actor.abort(1)
-    rest = [decode_events(data) async for data in stream]
-    finished = rest[-1][-1]
+    last = decode_events(await actor.exchange(1, encode([])))
+    finished = last[-1]
     assert isinstance(finished, Finished) and finished.result.error is not None
     assert finished.result.error.kind == "aborted"
+    assert actor._runs == {}  # its last batch handed out: forgotten
 
 
 async def test_calls_go_out_in_order_with_the_lines_before_them(actor: NodeActor) -> None:
@@ -122,24 +126,47 @@ async def test_late_replies_and_unknown_runs_are_dropped(actor: NodeActor) -> No
 
 async def test_a_submission_this_node_cannot_read_is_refused(actor: NodeActor) -> None:
     submission = encode(Submission(fields={"program": "1", "future_field": 1}, bindings=[]))
-    batches = [decode_events(data) async for data in actor.run(1, submission)]
-    assert batches == [
-        [
-            Refused(
-                message="RunRequest field 'future_field' is unknown to this node's dsh-code "
-                "(another version?)",
-                node_trouble=False,
-            )
-        ]
+    assert decode_events(await actor.start(1, submission)) == [
+        Refused(
+            message="RunRequest field 'future_field' is unknown to this node's dsh-code "
+            "(another version?)",
+            node_trouble=False,
+        )
     ]
+    assert actor._runs == {}
 
 
-async def test_a_dropped_stream_ends_the_run(actor: NodeActor) -> None:
-    stream = actor.run(
-        1, encode_request(RunRequest(program="import time\ntime.sleep(30)"), progress=False)
-    )
-    assert decode_events(await anext(stream)) == [Started()]
-    await stream.aclose()  # the caller went away: the run is aborted, its child gone
+async def test_an_exchange_for_no_run_fails_that_call_only(actor: NodeActor) -> None:
+    with pytest.raises(RuntimeError, match="no run 5 waiting"):
+        await actor.exchange(5, encode([]))
+    batches = await _drive(actor, 6, RunRequest(program="return 6"))
+    assert isinstance(batches[-1][-1], Finished)
+
+
+async def test_replies_that_come_alone_reach_the_waiting_call(actor: NodeActor) -> None:
+    request = RunRequest(program="return await f(x=1)", bindings={"f": _nothing})
+    batch = decode_events(await actor.start(1, encode_request(request, progress=False)))
+    while not isinstance(batch[-1], CallOut):  # `Started` may come alone first
+        batch = decode_events(await actor.exchange(1, encode([])))
+    call = batch[-1]
+    waiting = asyncio.ensure_future(actor.exchange(1, encode([])))  # waits: nothing to say
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await actor.reply(1, encode([Answer(id=call.id, value="here")]))
+    last = decode_events(await waiting)
+    assert isinstance(last[-1], Finished) and last[-1].result.value == "here"
+
+
+async def test_the_actor_going_away_ends_its_runs(actor: NodeActor) -> None:
+    request = RunRequest(program="import time\ntime.sleep(30)")
+    assert decode_events(await actor.start(1, encode_request(request, progress=False))) == [
+        Started()
+    ]
+    waiting = asyncio.ensure_future(actor.exchange(1, encode([])))
+    await asyncio.sleep(0.05)
+    waiting.cancel()  # as when Ray cancels the call: the run is aborted, its child gone
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
     assert actor._runs == {}
     batches = await _drive(actor, 2, RunRequest(program="return 2"))
     assert isinstance(batches[-1][-1], Finished)

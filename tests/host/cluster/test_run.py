@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 from collections.abc import Callable
 from typing import Any
@@ -38,12 +39,13 @@ _STATS = RunStats(isolation="namespaces", compute_ms=1.0, wall_ms=2.0, calls=0, 
 
 
 class FakeActor:
-    """The node's side, driven by the test: batches to send, replies and aborts received."""
+    """The node's side, driven by the test: batches to hand out, replies and aborts seen."""
 
     def __init__(self) -> None:
-        self.send, self.receive = anyio.create_memory_object_stream[bytes | Exception | None](100)
+        self.waiting: collections.deque[concurrent.futures.Future[bytes]] = collections.deque()
+        self.queued: collections.deque[bytes | Exception] = collections.deque()
         self.replies: list[Reply] = []
-        self.reply_calls = 0
+        self.reply_messages = 0  # exchanges and replies that carried at least one reply
         self.replied = anyio.Event()
         self.aborts = 0
         self.aborted = anyio.Event()
@@ -51,12 +53,32 @@ class FakeActor:
         self.answer_pings = True
         self.submission = b""
 
-    def close(self) -> None:
-        self.send.close()
-        self.receive.close()
+    def request(self) -> concurrent.futures.Future[bytes]:
+        future: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+        if self.queued:
+            _resolve(future, self.queued.popleft())
+        else:
+            self.waiting.append(future)
+        return future
+
+    def push(self, item: bytes | Exception) -> None:
+        if self.waiting:
+            _resolve(self.waiting.popleft(), item)
+        else:
+            self.queued.append(item)
+
+    def got_replies(self, data: bytes) -> None:
+        replies = decode_replies(data)
+        if replies:
+            self.replies.extend(replies)
+            self.reply_messages += 1
+            self.replied.set()
 
     def batch(self, *events: Event) -> None:
-        self.send.send_nowait(encode(list(events)))
+        self.push(encode(list(events)))
+
+    def fail(self, exc: Exception) -> None:
+        self.push(exc)
 
     def finish(self, result: RunResult | None = None, *, started: bool = False) -> None:
         events: list[Event] = [Started()] if started else []
@@ -64,26 +86,28 @@ class FakeActor:
         self.batch(*events)
 
 
-class FakeStream:
-    def __init__(self, actor: FakeActor) -> None:
-        self.actor = actor
-
-    async def next(self) -> bytes | None:
-        item = await self.actor.receive.receive()
-        if isinstance(item, Exception):
-            raise item
-        return item
+def _resolve(future: concurrent.futures.Future[bytes], item: bytes | Exception) -> None:
+    if isinstance(item, Exception):
+        future.set_exception(item)
+    else:
+        future.set_result(item)
 
 
 class FakeBackend:
-    def start_run(self, actor: FakeActor, run_id: int, submission: bytes) -> FakeStream:
+    def start(
+        self, actor: FakeActor, run_id: int, submission: bytes
+    ) -> concurrent.futures.Future[bytes]:
         actor.submission = submission
-        return FakeStream(actor)
+        return actor.request()
+
+    def exchange(
+        self, actor: FakeActor, run_id: int, replies: bytes
+    ) -> concurrent.futures.Future[bytes]:
+        actor.got_replies(replies)
+        return actor.request()
 
     def reply(self, actor: FakeActor, run_id: int, replies: bytes) -> None:
-        actor.replies.extend(decode_replies(replies))
-        actor.reply_calls += 1
-        actor.replied.set()
+        actor.got_replies(replies)
 
     def abort(self, actor: FakeActor, run_id: int) -> None:
         actor.aborts += 1
@@ -138,13 +162,10 @@ async def _run(
     async def execute() -> None:
         out.append(await run.execute())
 
-    try:
-        with anyio.fail_after(20):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(execute)
-                await drive(actor)
-    finally:
-        actor.close()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(execute)
+            await drive(actor)
     return out[0], actor, run
 
 
@@ -188,9 +209,7 @@ async def test_a_failing_binding_is_a_refusal_an_unknown_name_unknown_tool_sent_
 
     async def drive(actor: FakeActor) -> None:
         actor.batch(CallOut(id=1, name="deny", args={}), CallOut(id=2, name="nope", args={}))
-        with anyio.fail_after(5):
-            while len(actor.replies) < 2:
-                await anyio.sleep(0.001)
+        await actor.replied.wait()
         actor.finish()
 
     result, actor, _ = await _run(RunRequest(program="...", bindings={"deny": deny}), drive)
@@ -198,7 +217,7 @@ async def test_a_failing_binding_is_a_refusal_an_unknown_name_unknown_tool_sent_
         Refusal(id=1, tool="tools.rm", message="not allowed", code="DENIED"),
         Refusal(id=2, tool="nope", message="no binding named 'nope'", code="UNKNOWN_TOOL"),
     ]
-    assert actor.reply_calls == 1  # answered in the same moment: sent together
+    assert actor.reply_messages == 1  # answered at once: together, with the next exchange
     assert isinstance(result, RunResult) and result.ok
 
 
@@ -228,7 +247,7 @@ async def test_a_bad_binding_value_settles_the_run_here_as_invalid_completion() 
 
 async def test_a_node_lost_before_started_is_not_started_after_it_is_died() -> None:
     async def early(actor: FakeActor) -> None:
-        actor.send.send_nowait(ConnectionError("the actor is unavailable"))
+        actor.fail(ConnectionError("the actor is unavailable"))
 
     result, _, run = await _run(RunRequest(program="..."), early)
     assert result == NotStarted("ConnectionError: the actor is unavailable")
@@ -236,7 +255,7 @@ async def test_a_node_lost_before_started_is_not_started_after_it_is_died() -> N
 
     async def late(actor: FakeActor) -> None:
         actor.batch(Started(), Logs(lines=["working"]))
-        actor.send.send_nowait(ConnectionError("the actor is unavailable"))
+        actor.fail(ConnectionError("the actor is unavailable"))
 
     result, _, run = await _run(RunRequest(program="..."), late)
     assert isinstance(result, RunResult) and result.error is not None
@@ -248,7 +267,7 @@ async def test_a_node_lost_before_started_is_not_started_after_it_is_died() -> N
 
     async def raised(actor: FakeActor) -> None:
         actor.batch(Started())
-        actor.send.send_nowait(ZeroDivisionError("a bug in the actor"))
+        actor.fail(ZeroDivisionError("a bug in the actor"))
 
     result, _, run = await _run(RunRequest(program="..."), raised)
     assert isinstance(result, RunResult) and result.error is not None
@@ -256,16 +275,8 @@ async def test_a_node_lost_before_started_is_not_started_after_it_is_died() -> N
     assert "the node's actor failed: ZeroDivisionError: a bug in the actor" in result.error.message
     assert run.lost_node is None  # only this run failed there: the node stays in use
 
-    async def ended(actor: FakeActor) -> None:
-        actor.batch(Started())
-        actor.send.send_nowait(None)
-
-    result, _, _ = await _run(RunRequest(program="..."), ended)
-    assert isinstance(result, RunResult) and result.error is not None
-    assert "its stream ended before the run did" in result.error.message
-
     async def garbage(actor: FakeActor) -> None:
-        actor.send.send_nowait(b"[[1, 2]")
+        actor.push(b"[[1, 2]")
 
     result, _, _ = await _run(RunRequest(program="..."), garbage)
     assert isinstance(result, RunResult) and result.error is not None
@@ -291,7 +302,6 @@ async def test_refusals() -> None:
     actor.batch(Refused(message="RunRequest field 'x' is unknown", node_trouble=False))
     with pytest.raises(RuntimeUsageError, match="field 'x' is unknown"):
         await run.execute()  # the caller broke the contract: raised, as locally
-    actor.close()
 
 
 async def test_a_silent_node_that_does_not_answer_a_ping_is_lost() -> None:
@@ -344,7 +354,6 @@ async def test_the_callers_cancellation_aborts_on_the_node_and_waits_for_it() ->
         tg.start_soon(node_side)
         with anyio.move_on_after(0.2):
             out.append(await run.execute())
-    actor.close()
     result = out[0]
     assert isinstance(result, RunResult) and result.error is not None
     assert result.error.kind == "aborted"
@@ -366,13 +375,12 @@ async def test_a_cancelled_run_whose_node_is_lost_is_aborted_not_retried() -> No
 
     async def node_side() -> None:
         await actor.aborted.wait()
-        actor.send.send_nowait(ConnectionError("gone"))
+        actor.fail(ConnectionError("gone"))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(node_side)
         with anyio.move_on_after(0.1):
             out.append(await run.execute())
-    actor.close()
     result = out[0]
     assert isinstance(result, RunResult) and result.error is not None
     assert result.error.kind == "aborted"
@@ -399,3 +407,28 @@ async def test_progress_reaches_on_progress_with_the_node_and_observer_bugs_are_
     assert len(reports) == 1 and isinstance(reports[0], ClusterRunStats)
     assert reports[0].node == "ab" * 28 and reports[0].compute_ms == 1.0
     assert msgspec.json.decode(actor.submission)["progress"] is True
+
+
+async def test_a_slow_call_holds_back_neither_the_next_batch_nor_its_reply() -> None:
+    release = anyio.Event()
+    lines: list[str] = []
+
+    async def slow(args: Any) -> str:
+        await release.wait()
+        return "done"
+
+    async def drive(actor: FakeActor) -> None:
+        actor.batch(Started(), CallOut(id=1, name="slow", args={}))
+        actor.batch(Logs(lines=["while waiting"]))  # fetched while the call still runs
+        with anyio.fail_after(5):
+            while lines != ["while waiting"]:
+                await anyio.sleep(0.001)
+        assert actor.replies == []
+        release.set()
+        await actor.replied.wait()  # alone, as soon as it is ready: an exchange is waiting
+        actor.finish()
+
+    request = RunRequest(program="...", bindings={"slow": slow}, on_log=lines.append)
+    result, actor, _ = await _run(request, drive)
+    assert isinstance(result, RunResult) and result.ok
+    assert actor.replies == [Answer(id=1, value="done")] and actor.reply_messages == 1
