@@ -250,7 +250,7 @@ class RayBackend:
         return future
 
     def reply(self, actor: Any, run_id: int, replies: bytes) -> None:
-        """Send binding replies (fire and forget: a lost reply shows as a dead stream)."""
+        """Send binding replies alone (fire and forget: a lost one shows as a lost node)."""
         actor.reply.remote(run_id, replies)
 
     def abort(self, actor: Any, run_id: int) -> None:

@@ -49,7 +49,7 @@ _REPLY_GRACE_S = 0.005
 
 
 class NodeLost(Exception):
-    """The stream of a run ended without ``Finished``: the node or its actor is gone."""
+    """A run's actor call failed before ``Finished``: the node or its actor is gone."""
 
     def __init__(self, why: str, *, started: bool, node_gone: bool = True) -> None:
         super().__init__(why)
@@ -152,10 +152,10 @@ class ClusterRun:
             )
         return None
 
-    # ---- the stream --------------------------------------------------------------------
+    # ---- the exchanges ---------------------------------------------------------------
 
     async def _exchange(self, *, serve: bool) -> None:
-        """Read batches until ``Finished``; raises ``NodeLost`` if the stream breaks, or
+        """Read batches until ``Finished``; raises ``NodeLost`` if a call fails, or
         ``RuntimeUsageError`` if the node refused the request."""
         self._lost: NodeLost | None = None
         self._refused: str | None = None
@@ -328,7 +328,7 @@ class ClusterRun:
             self.backend.abort(self.node.actor, self.run_id)
 
     async def _watch_node(self, scope: anyio.CancelScope) -> None:
-        """While the stream is silent, ping the actor now and then; a node that does not
+        """While the node is silent, ping its actor now and then; a node that does not
         answer within ``unresponsive_s`` is taken as lost (a frozen or cut-off node sends
         no error of its own)."""
         every = self.unresponsive_s / 3

@@ -1,9 +1,9 @@
 """What crosses between the caller and a node's actor: JSON only, as tagged msgspec Structs.
 
 The caller sends a ``Submission`` (every ``RunRequest`` field but the caller's callables,
-plus the binding names), then batches of ``Answer``/``Refusal`` replies; the actor streams batches of
-``Event``s: ``Started``, ``Logs``, ``CallOut``, ``Progress``, and last ``Finished`` or
-``Refused``.
+plus the binding names), then batches of ``Answer``/``Refusal`` replies; each call returns
+a batch of ``Event``s: ``Started``, ``Logs``, ``CallOut``, ``Progress``, and last
+``Finished`` or ``Refused``.
 """
 
 from __future__ import annotations
