@@ -134,6 +134,8 @@ class RunStats(msgspec.Struct, frozen=True, kw_only=True):
     dropped_frames: int
     state_bytes: int = 0
     """The size of the session state the run left (0: not a session run, or it failed)."""
+    node: str | None = None
+    """The node id or host name a run ran on; None for a local runtime."""
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

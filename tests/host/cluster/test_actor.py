@@ -1,0 +1,172 @@
+"""NodeActor driven directly, without Ray: batches, Started, exchanges, aborts, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+import pytest
+
+from host.cluster import _actor
+from host.cluster._actor import NodeActor
+from host.cluster._wire import (
+    Answer,
+    CallOut,
+    Event,
+    Finished,
+    Logs,
+    Refusal,
+    Refused,
+    Started,
+    Submission,
+    decode_events,
+    encode,
+    encode_request,
+)
+from runtime import RunRequest
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """A node's actor runs on Ray's asyncio loop."""
+    return "asyncio"
+
+
+@pytest.fixture
+async def actor() -> AsyncIterator[NodeActor]:
+    node = NodeActor(msgspec.json.encode({"prefork": 0}))
+    await node._runtime.start()  # as ready() does
+    try:
+        yield node
+    finally:
+        await node.close()
+
+
+async def _nothing(args: Any) -> Any:
+    return None
+
+
+async def _drive(actor: NodeActor, run_id: int, request: RunRequest) -> list[list[Event]]:
+    """Every batch of one run, answering each call with ``{"echo": args}`` (or refusing
+    the binding named ``refused``) in the next exchange."""
+    batches = []
+    data = await actor.start(run_id, encode_request(request, progress=False))
+    while True:
+        batch = decode_events(data)
+        batches.append(batch)
+        if isinstance(batch[-1], Finished | Refused):
+            return batches
+        replies: list[Answer | Refusal] = [
+            Refusal(id=e.id, tool=e.name, message="no", code="DENIED")
+            if e.name == "refused"
+            else Answer(id=e.id, value={"echo": e.args})
+            for e in batch
+            if isinstance(e, CallOut)
+        ]
+        data = await actor.exchange(run_id, encode(replies))
+
+
+async def test_a_short_run_is_one_batch(actor: NodeActor, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_actor, "STARTED_AFTER_S", 60.0)  # however slow the machine is
+    batches = await _drive(actor, 1, RunRequest(program="return 6 * 7"))
+    assert len(batches) == 1
+    started, finished = batches[0]
+    assert started == Started()
+    assert isinstance(finished, Finished) and finished.result.value == 42
+    assert finished.result.logs == []
+
+
+async def test_a_long_run_says_started_on_its_own_then_finishes(actor: NodeActor) -> None:
+    request = RunRequest(program="import time\nwhile True:\n    time.sleep(0.01)")
+    first = await actor.start(1, encode_request(request, progress=False))
+    assert decode_events(first) == [Started()]  # nothing else to send with it
+    await actor.abort(1)
+    last = decode_events(await actor.exchange(1, encode([])))
+    finished = last[-1]
+    assert isinstance(finished, Finished) and finished.result.error is not None
+    assert finished.result.error.kind == "aborted"
+    assert actor._runs == {}  # its last batch handed out: forgotten
+
+
+async def test_calls_go_out_in_order_with_the_lines_before_them(actor: NodeActor) -> None:
+    program = "print('a')\nx = await f(n=1)\nprint('b')\ntry:\n    await refused()\n"
+    program += "except ToolCallError as exc:\n    return [x, exc.code]"
+    request = RunRequest(program=program, bindings={"f": _nothing, "refused": _nothing})
+    events = [e for batch in await _drive(actor, 1, request) for e in batch]
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "Started"
+    assert kinds.index("Logs") < kinds.index("CallOut")
+    lines = [line for e in events if isinstance(e, Logs) for line in e.lines]
+    assert lines == ["a", "b"]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.result.value == [{"echo": {"n": 1}}, "DENIED"]
+    assert finished.result.logs == []  # the lines came as Logs
+
+
+async def test_an_abort_that_comes_before_its_run_still_aborts_it(actor: NodeActor) -> None:
+    await actor.abort(7)
+    batches = await _drive(actor, 7, RunRequest(program="import time\ntime.sleep(30)"))
+    finished = batches[-1][-1]
+    assert isinstance(finished, Finished) and finished.result.error is not None
+    assert finished.result.error.kind == "aborted"
+
+
+async def test_late_replies_and_unknown_runs_are_dropped(actor: NodeActor) -> None:
+    await actor.reply(99, encode([Answer(id=1, value=1)]))
+    await actor.reply(99, b"not json")
+    batches = await _drive(actor, 1, RunRequest(program="return 1"))
+    await actor.reply(1, encode([Answer(id=1, value=1)]))
+    assert isinstance(batches[-1][-1], Finished)
+
+
+async def test_a_submission_this_node_cannot_read_is_refused(actor: NodeActor) -> None:
+    submission = encode(Submission(fields={"program": "1", "future_field": 1}, bindings=[]))
+    assert decode_events(await actor.start(1, submission)) == [
+        Refused(
+            message="RunRequest field 'future_field' is unknown to this node's dsh-code "
+            "(another version?)",
+            node_trouble=False,
+        )
+    ]
+    assert actor._runs == {}
+
+
+async def test_an_exchange_for_no_run_fails_that_call_only(actor: NodeActor) -> None:
+    with pytest.raises(RuntimeError, match="no run 5 waiting"):
+        await actor.exchange(5, encode([]))
+    batches = await _drive(actor, 6, RunRequest(program="return 6"))
+    assert isinstance(batches[-1][-1], Finished)
+
+
+async def test_replies_that_come_alone_reach_the_waiting_call(actor: NodeActor) -> None:
+    request = RunRequest(program="return await f(x=1)", bindings={"f": _nothing})
+    batch = decode_events(await actor.start(1, encode_request(request, progress=False)))
+    while not isinstance(batch[-1], CallOut):  # `Started` may come alone first
+        batch = decode_events(await actor.exchange(1, encode([])))
+    call = batch[-1]
+    waiting = asyncio.ensure_future(actor.exchange(1, encode([])))  # waits: nothing to say
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await actor.reply(1, encode([Answer(id=call.id, value="here")]))
+    last = decode_events(await waiting)
+    assert isinstance(last[-1], Finished) and last[-1].result.value == "here"
+
+
+async def test_the_actor_going_away_ends_its_runs(actor: NodeActor) -> None:
+    request = RunRequest(program="import time\ntime.sleep(30)")
+    assert decode_events(await actor.start(1, encode_request(request, progress=False))) == [
+        Started()
+    ]
+    waiting = asyncio.ensure_future(actor.exchange(1, encode([])))
+    await asyncio.sleep(0.05)
+    waiting.cancel()  # as when Ray cancels the call: the run is aborted, its child gone
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert actor._runs == {}
+    batches = await _drive(actor, 2, RunRequest(program="return 2"))
+    assert isinstance(batches[-1][-1], Finished)
