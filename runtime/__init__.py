@@ -63,9 +63,13 @@ def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'runtime' has no attribute {name!r}")
     value = getattr(importlib.import_module(_WHERE.get(name, "runtime._contract")), name)
-    if isinstance(value, type) or callable(value):
+    # Tracebacks and reprs name runtime.X; not the msgspec Structs, whose (string)
+    # annotations tools evaluate in the namespace of the module their __module__ names.
+    if (isinstance(value, type) and not hasattr(value, "__struct_fields__")) or (
+        callable(value) and not isinstance(value, type)
+    ):
         try:
-            value.__module__ = __name__  # tracebacks and reprs name runtime.X
+            value.__module__ = __name__
         except (AttributeError, TypeError):
             pass
     globals()[name] = value

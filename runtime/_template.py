@@ -302,28 +302,67 @@ def _settle(requested: str, run_uid: int | None) -> tuple[ChildSetup, dict[str, 
     return setup, facts
 
 
-def main(sock_fd: int, requested: str = "process", run_uid: int | None = None) -> Any:
+def main(
+    sock_fd: int,
+    requested: str = "process",
+    run_uid: int | None = None,
+    preload: tuple[str, ...] = (),
+) -> Any:
     """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF.
 
     ``requested`` is "process", "namespaces" or "auto"; ``run_uid`` the uid programs run as
-    on a root host (None: root itself, without capabilities). READY says what we settled on.
-    Returns only in a forked child: the program to run (pass it to ``run_child``).
+    on a root host (None: root itself, without capabilities); ``preload`` modules to import
+    once for every child. READY says what we settled on. Returns only in a forked child: the
+    program to run (pass it to ``run_child``).
     """
     try:
-        _serve(sock_fd, requested, run_uid)
+        _serve(sock_fd, requested, run_uid, preload)
     except _Forked as forked:
         try:
             return child_main(*forked.args)
         except BaseException:
             os._exit(71)
+    except BrokenPipeError:
+        os._exit(0)  # the host left while we started: nothing to say, nobody to say it to
+    except BaseException as exc:  # a line on the host's stderr, not a traceback
+        os.write(2, f"dsh-code template: {type(exc).__name__}: {exc}\n".encode(errors="replace"))
+        os._exit(1)
     os._exit(0)
 
 
-def _serve(sock_fd: int, requested: str, run_uid: int | None) -> None:
+#: Native libraries a preloaded module may start threads for: one thread each (a fork copies
+#: only the thread that forks; a pool of them would not be there in the child).
+_SINGLE_THREADED = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def _preload(modules: tuple[str, ...]) -> dict[str, object]:
+    """Import ``modules`` for every child; what went wrong, and what the imports left."""
+    errors: dict[str, str] = {}
+    fds_before = set(os.listdir("/proc/self/fd"))
+    for key in _SINGLE_THREADED:
+        os.environ[key] = "1"
+    for name in modules:
+        try:
+            __import__(name)
+        except BaseException as exc:  # an import is arbitrary code: report, never crash
+            errors[name] = f"{type(exc).__name__}: {exc}"[:500]
+    threads = len(os.listdir("/proc/self/task"))
+    opened = len(set(os.listdir("/proc/self/fd")) - fds_before)
+    return {"preload_errors": errors, "preload_threads": threads - 1, "preload_fds": opened}
+
+
+def _serve(sock_fd: int, requested: str, run_uid: int | None, preload: tuple[str, ...]) -> None:
     for name in _WARM:
         __import__(name)
     compile_program("1")  # warms the compiler's own caches
     import runtime._state  # noqa: F401 - a session's serializer (cloudpickle), loaded once here
+
+    preloaded = _preload(preload) if preload else {}
 
     # Python's C-locale coercion sets LC_CTYPE at start-up; a child's environment is empty.
     os.environ.clear()
@@ -331,6 +370,7 @@ def _serve(sock_fd: int, requested: str, run_uid: int | None) -> None:
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sock = socket.socket(fileno=sock_fd)
     setup, facts = _settle(requested, run_uid)
+    facts.update(preloaded, preload=list(preload))
     template = _Template(sock, setup)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
@@ -386,5 +426,6 @@ if __name__ == "__main__":
             int(sys.argv[1]),
             sys.argv[2] if len(sys.argv) > 2 else "process",
             int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None,
+            tuple(filter(None, sys.argv[4].split(","))) if len(sys.argv) > 4 else (),
         )
     )

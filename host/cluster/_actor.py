@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
 import logging
 import os
@@ -52,22 +51,6 @@ STARTED_AFTER_S = 0.01
 _EARLY_ABORTS_KEPT = 1000
 #: Seconds a finished run whose last batch nobody asked for is kept (a caller gone astray).
 _UNCLAIMED_S = 60.0
-
-
-def _anyio_context() -> contextvars.Context:
-    """A context in which anyio knows it runs on asyncio, even in a loop callback.
-
-    Ray started this loop, not ``anyio.run``: with sniffio installed, anyio finds the
-    backend from the current task, and a callback of ``loop.add_reader`` (how the node's
-    runtime reads its child) has none.
-    """
-    context = contextvars.copy_context()
-    try:
-        import sniffio
-    except ImportError:  # anyio then asks asyncio for the running loop, which works
-        return context
-    context.run(sniffio.current_async_library_cvar.set, "asyncio")
-    return context
 
 
 def _replies(data: bytes, run_id: int) -> list[Answer | Refusal]:
@@ -237,7 +220,7 @@ class NodeActor:
             del self._early_aborts[run_id]
             node_run.abort.set()
         loop = asyncio.get_running_loop()
-        node_run.task = loop.create_task(self._runtime.run(request), context=_anyio_context())
+        node_run.task = loop.create_task(self._runtime.run(request))
         node_run.task.add_done_callback(lambda _: node_run.wake.set())
         node_run.timer = loop.call_later(STARTED_AFTER_S, node_run.wake.set)
         return await self._next(run_id, node_run)

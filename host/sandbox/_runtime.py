@@ -6,6 +6,7 @@ import logging
 import marshal
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -70,7 +71,8 @@ class SubprocessRuntime:
     ``prefork`` children are kept forked ahead of time, each used for one run only. With
     ``use_cgroups`` (where the host may create cgroups) each run gets cgroups of its own.
     On a root host programs run as ``run_as_uid`` (default 65534, "nobody"; 0 keeps root,
-    without capabilities).
+    without capabilities). ``preload`` modules are imported once by the template, so a
+    program's ``import`` of them costs nothing (each child has its own copy-on-write copy).
     """
 
     language = "python"
@@ -90,6 +92,7 @@ class SubprocessRuntime:
         use_cgroups: bool = True,
         max_processes: int = 1024,
         run_as_uid: int | None = None,
+        preload: Sequence[str] = (),
         python: str = sys.executable,
     ) -> None:
         if not sys.platform.startswith("linux"):
@@ -117,6 +120,11 @@ class SubprocessRuntime:
             type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1
         ):
             raise ValueError(f"run_as_uid must be a uid (an int from 0), got {run_as_uid!r}")
+        if isinstance(preload, str) or not all(
+            isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in preload
+        ):
+            raise ValueError(f"preload must be module names (a list of str), got {preload!r}")
+        self._preload = tuple(preload)
         self._requested_isolation = isolation
         self._use_cgroups = use_cgroups
         self._max_processes = max_processes
@@ -146,6 +154,7 @@ class SubprocessRuntime:
         self._entered = 0  # calls inside run() right now (starting, running or finishing)
         self._idle: anyio.Event | None = None
         self._swept = False
+        self._replenishing = False
         self._closed = False
 
     @property
@@ -344,7 +353,10 @@ class SubprocessRuntime:
                     raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
                 await self._first_start()
                 template = TemplateProcess(
-                    self._python, self._requested_isolation, run_uid=self._run_uid
+                    self._python,
+                    self._requested_isolation,
+                    run_uid=self._run_uid,
+                    preload=self._preload,
                 )
                 self._template = template  # before it is ready: aclose() must find it
                 await template.start()
@@ -394,7 +406,10 @@ class SubprocessRuntime:
                 spare.remove_workdir()
         if slot is None:
             slot = await self._fork(template, spare=False)
-        await self._replenish()
+        if len(self._spares) < self._prefork and not self._replenishing:
+            # off the caller's path: making a spare's cgroup and directory takes a while
+            self._replenishing = True
+            self._background.spawn(self._replenish, what="forking a spare child")
         return slot
 
     async def _fork(self, template: TemplateProcess, *, spare: bool) -> ChildSlot:
@@ -428,15 +443,18 @@ class SubprocessRuntime:
     async def _replenish(self) -> None:
         """Ask for spares up to ``prefork``. Only requests: the template forks them while the
         caller goes on."""
-        template = self._template
-        if self._closed or template is None or not template.alive:
-            return
-        while len(self._spares) < self._prefork:
-            try:
-                self._spares.append(await self._fork(template, spare=True))
-            except OSError as exc:
-                _log.warning("dsh-code: cannot fork a spare child: %s", exc)
+        try:
+            template = self._template
+            if self._closed or template is None or not template.alive:
                 return
+            while len(self._spares) < self._prefork and not self._closed:
+                try:
+                    self._spares.append(await self._fork(template, spare=True))
+                except OSError as exc:
+                    _log.warning("dsh-code: cannot fork a spare child: %s", exc)
+                    return
+        finally:
+            self._replenishing = False
 
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child has exited and every resource of the

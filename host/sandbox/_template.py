@@ -22,7 +22,8 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from runtime._template import main, run_child; "
-    "run_child(main(int(sys.argv[2]), sys.argv[3], None if sys.argv[4] == '-' else int(sys.argv[4])))"
+    "run_child(main(int(sys.argv[2]), sys.argv[3], None if sys.argv[4] == '-' else "
+    "int(sys.argv[4]), tuple(filter(None, sys.argv[5].split(',')))))"
 )
 
 
@@ -40,10 +41,12 @@ class TemplateProcess:
         isolation: str = "auto",
         start_timeout: float = 30.0,
         run_uid: int | None = None,
+        preload: tuple[str, ...] = (),
     ) -> None:
         self._python = python
         self._requested = isolation
         self._run_uid = run_uid
+        self._preload = preload
         self.isolation = "process"
         """The level the template settled on (set by ``start``)."""
         self.why_not_namespaces = ""
@@ -91,6 +94,7 @@ class TemplateProcess:
                     str(theirs.fileno()),
                     self._requested,
                     "-" if self._run_uid is None else str(self._run_uid),
+                    ",".join(self._preload),
                 ],
                 pass_fds=(theirs.fileno(),),
                 env={},
@@ -126,6 +130,15 @@ class TemplateProcess:
                         await self.aclose()
                         raise TemplateStartError(
                             f"isolation='namespaces' is not available here: {why_not}"
+                        )
+                    failed = self.facts.get("preload_errors") or {}
+                    if failed:
+                        await self.aclose()
+                        raise TemplateStartError(
+                            "preload: "
+                            + "; ".join(
+                                f"cannot import {name}: {why}" for name, why in failed.items()
+                            )
                         )
                     return
                 break

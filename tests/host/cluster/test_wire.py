@@ -109,8 +109,8 @@ def test_a_request_arrives_with_the_same_fields(
 
 
 def test_an_unknown_field_or_a_bad_value_is_a_usage_error() -> None:
-    unknown = encode(Submission(fields={"program": "1", "call_style": "sync"}, bindings=[]))
-    with pytest.raises(RuntimeUsageError, match="'call_style' is unknown to this node"):
+    unknown = encode(Submission(fields={"program": "1", "from_the_future": 1}, bindings=[]))
+    with pytest.raises(RuntimeUsageError, match="'from_the_future' is unknown to this node"):
         _decoded(unknown)
     bad = encode(Submission(fields={"program": "1", "limits": {"compute_ms": 0}}, bindings=[]))
     with pytest.raises(RuntimeUsageError, match="limits"):
