@@ -68,4 +68,4 @@ async def test_a_preload_that_does_not_import_is_a_clear_error(workdir_root: str
     await rt.aclose()
     assert psutil.Process().children(recursive=True) == []
     with pytest.raises(ValueError, match="module names"):
-        SubprocessRuntime(preload="numpy")  # type: ignore[arg-type]
+        SubprocessRuntime(preload="numpy")
