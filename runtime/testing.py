@@ -1,10 +1,13 @@
 """``InProcessRuntime``: a fake ``CodeRuntime`` for unit tests of the layers above a runtime.
 
-It runs each program in the caller's own process and event loop, with the same program
-semantics (a module, top-level ``await`` and ``return``, the last-expression rule), the same
-lossless-JSON rule and the same failure kinds where they apply. It contains nothing: no
-process, no limits but the wall budget and the output cap (``print`` is what it captures),
-no isolation whatever. Never run a program you do not trust with it.
+It runs each program in the caller's own process, with the same program semantics (a
+module, top-level ``await`` and ``return``, the last-expression rule, asyncio for awaiting
+programs), the same call styles, the same lossless-JSON rule, the restricted policy's guards
+and the same failure kinds where they apply. An awaiting program runs on the caller's asyncio
+loop, or on an asyncio loop of its own in a worker thread under trio and in the sync call
+style. It contains nothing: no process, no limits but the wall budget and the output cap
+(``print`` is what it captures), no isolation whatever. Never run a program you do not trust
+with it.
 """
 
 from __future__ import annotations
@@ -157,11 +160,20 @@ class InProcessRuntime:
             for part in path:
                 holder = holder.setdefault(part, _Namespace(part)).__dict__
             holder[leaf] = _bind(name, binding, request.call_style, loop)
+        if request.policy == "restricted":  # the policy's run-time guards, as in the child
+            from runtime._restricted import restricted_globals
+
+            namespace.update(restricted_globals())  # last: no input may shadow a guard hook
+            restricted = namespace["__builtins__"]
+            install_helpers(restricted)
+            restricted.update(print=logs.print, ToolCallError=ToolCallError)
         return namespace
 
     async def _execute(
         self, code: types.CodeType, namespace: dict[str, Any], request: RunRequest, loop: _Loop
     ) -> Any:
+        if is_async(code) and loop.program_needs_own_loop(request.call_style):
+            return await loop.on_own_loop(code, namespace)
         try:
             if is_async(code):
                 return await run_async(code, namespace)
@@ -205,15 +217,56 @@ class _Loop:
             return await asyncio.wait_for(work, seconds)
         import trio
 
-        with trio.fail_after(seconds):
+        with trio.move_on_after(seconds):
             return await work
+        raise TimeoutError
 
     async def in_thread(self, func: Callable[..., Any], *args: Any) -> Any:
+        """``func(*args)`` in a worker thread; a cancelled caller stops waiting for it."""
         if self.asyncio is not None:
             return await asyncio.to_thread(func, *args)
         import trio
 
-        return await trio.to_thread.run_sync(func, *args)
+        return await trio.to_thread.run_sync(func, *args, abandon_on_cancel=True)
+
+    def program_needs_own_loop(self, call_style: str) -> bool:
+        """Whether an awaiting program runs on an asyncio loop of its own, as in the child:
+        under trio (programs are asyncio programs) and when its calls block (sync style)."""
+        return self.asyncio is None or call_style == "sync"
+
+    async def on_own_loop(self, code: types.CodeType, namespace: dict[str, Any]) -> Any:
+        """Run an awaiting program on a new asyncio loop in a worker thread; its value."""
+        ready = threading.Event()
+        stop: list[Callable[[], object]] = []
+
+        def target() -> tuple[bool, Any]:
+            own = asyncio.new_event_loop()
+            try:
+                task = own.create_task(run_async(code, namespace))
+                stop.append(lambda: own.call_soon_threadsafe(task.cancel))
+                ready.set()
+                try:
+                    return True, own.run_until_complete(task)
+                except BaseException as exc:  # the program's, or the cancel of a stopped run
+                    return False, exc
+            finally:
+                ready.set()
+                own.close()
+
+        try:
+            completed, outcome = await self.in_thread(target)
+        except BaseException:  # the wall budget ran out, or the caller cancelled: stop it
+            ready.wait()
+            for cancel in stop:
+                cancel()
+            raise
+        if not completed:
+            raise _Raised(outcome)
+        return outcome
+
+    async def hop(self, func: Callable[[Any], Awaitable[Any]], arg: Any) -> Any:
+        """Await ``func(arg)`` on the caller's loop from a program's own loop."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.from_thread, func, arg)
 
     def from_thread(self, func: Callable[[Any], Awaitable[Any]], arg: Any) -> Any:
         """Run ``func(arg)`` on the loop from another thread; its value."""
@@ -283,6 +336,8 @@ def _bind(name: str, binding: Callable[[Any], Awaitable[Any]], style: str, loop:
         return plain
 
     def awaited(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != loop.thread:  # awaited on the program's own loop
+            return loop.hop(call, arguments(args, kwargs))
         return call(arguments(args, kwargs))
 
     return awaited

@@ -14,9 +14,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runtime", "host", "sdkgen")
 MAX_LINES = 600
 
-# Known offenders, each a strict xfail: splitting one turns its test red until it leaves the list.
-OVERSIZED = frozenset({"runtime/_restricted.py"})
-
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -86,25 +83,14 @@ def test_sdkgen_imports_only_the_standard_library(name: str) -> None:
     assert bad == [], f"{name} imports {bad}"
 
 
-def _size_cases() -> list[object]:
-    cases: list[object] = []
-    for path in _modules().values():
-        relative = path.relative_to(ROOT).as_posix()
-        marks = []
-        if relative in OVERSIZED:
-            marks.append(pytest.mark.xfail(strict=True, reason="known oversized, to split"))
-        cases.append(pytest.param(relative, id=relative, marks=marks))
-    return cases
+def _size_cases() -> list[str]:
+    return [path.relative_to(ROOT).as_posix() for path in _modules().values()]
 
 
 @pytest.mark.parametrize("relative", _size_cases())
 def test_module_is_at_most_600_lines(relative: str) -> None:
     lines = len((ROOT / relative).read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{relative} has {lines} lines"
-
-
-def test_the_oversized_allow_list_names_real_modules() -> None:
-    assert all((ROOT / relative).is_file() for relative in OVERSIZED)
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:

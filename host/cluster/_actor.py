@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import inspect
 import logging
 import os
@@ -176,10 +177,9 @@ class NodeActor:
     async def ready(self) -> bytes:
         """Start the node's runtime (its template) and say what the node offers."""
         await self._runtime.start()
-        from host.cluster._ray import import_ray
         from host.sandbox import SubprocessRuntime
 
-        ray = import_ray()
+        ray = importlib.import_module("ray")  # an actor runs in a Ray worker: Ray is there
 
         context = ray.get_runtime_context()
         default = inspect.signature(SubprocessRuntime).parameters["max_concurrent_runs"].default
