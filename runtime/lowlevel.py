@@ -108,6 +108,8 @@ def __getattr__(name: str) -> Any:
     if name not in __all__ or name == "fixup_module_metadata":
         raise AttributeError(f"module 'runtime.lowlevel' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"runtime.{_HOMES.get(name, '_wire')}"), name)
+    if not hasattr(value, "__struct_fields__"):  # a Struct keeps its home: see runtime.__init__
+        fixup_module_metadata(__name__, {"__all__": (name,), name: value})
     globals()[name] = value
     return value
 
