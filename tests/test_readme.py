@@ -1,7 +1,7 @@
 """The README's examples as written: shell and Python blocks run, the rest checked against the code.
 
 Skipped, with the reason: blocks that need the network (``scripts/demo`` and the benchmarks
-install packages from PyPI and npm). Everything else runs from the repository's root with
+install packages from PyPI and npm) and blocks that start a cluster across machines. Everything else runs from the repository's root with
 the environment of the quick start (``source .venv/bin/activate``: this interpreter's
 ``bin`` first on PATH).
 """
@@ -23,6 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 NETWORK = ("scripts/demo", "pip install")
+MACHINES = ("ray start",)  # a cluster of several machines: tests/host/cluster makes one locally
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -98,6 +99,8 @@ def test_the_readme_has_the_blocks_this_test_knows() -> None:
 def test_a_shell_block_runs_as_written(block: Block) -> None:
     if any(marker in block.text for marker in NETWORK):
         pytest.skip("needs the network: installs packages from PyPI (and npm)")
+    if any(marker in block.text for marker in MACHINES):
+        pytest.skip("needs several machines: starts a Ray cluster across them")
     process = subprocess.Popen(
         ["bash", "-e", "-o", "pipefail", "-c", block.text],
         cwd=ROOT,
