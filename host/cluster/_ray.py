@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import importlib
 import logging
+import os
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -124,6 +125,46 @@ def _probe(address: str) -> None:
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
 
 
+def _recorded_address() -> tuple[str, str] | None:
+    """The cluster a ``ray start`` on this machine recorded (its file, its address)."""
+    try:
+        utils = importlib.import_module("ray._private.utils")
+        path = str(utils.get_ray_address_file(None))
+        recorded = utils.read_ray_address(None)
+    except (ImportError, AttributeError, OSError):  # another Ray's internals: let Ray look
+        return None
+    return (path, str(recorded)) if recorded else None
+
+
+def _usable(address: str | None) -> str | None:
+    """``address`` checked before ``ray.init`` sees it: an address nobody listens on fails at
+    once, and for ``None`` a stale record of a ``ray start`` that was never stopped (Ray would
+    retry it for minutes) gives way to a new local cluster."""
+    if address is not None and address != "auto":
+        _probe(address)
+        return address
+    if os.environ.get("RAY_ADDRESS"):
+        _probe(os.environ["RAY_ADDRESS"])
+        return address
+    recorded = _recorded_address()
+    if recorded is None:
+        return address
+    path, found = recorded
+    try:
+        _probe(found)
+    except ClusterError:
+        if address == "auto":
+            raise ClusterError(
+                f"no Ray cluster listens at {found}, the address {path} records (a ray start "
+                "that ended without ray stop?): start the cluster, or pass its address"
+            ) from None
+        _log.warning(
+            "no Ray cluster listens at %s (recorded in %s): starting one here", found, path
+        )
+        return "local"
+    return address
+
+
 class RayBackend:
     """What ``RayRuntime`` asks of Ray; one per runtime, safe to call from its event loop."""
 
@@ -141,8 +182,7 @@ class RayBackend:
         ray = self.ray
         if ray.is_initialized():
             return
-        if address is not None:
-            _probe(address)
+        address = _usable(address)
         options = {"logging_level": "warning", "log_to_driver": False, **init_options}
         quiet = _QuietSigterm()
         worker_log = logging.getLogger("ray._private.worker")

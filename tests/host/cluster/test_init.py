@@ -109,3 +109,48 @@ async def test_an_address_nobody_listens_on_fails_fast() -> None:
         await rt.run(RunRequest(program="1"))
     assert time.monotonic() - started < 10  # not Ray's minutes of retries
     await rt.aclose()
+
+
+def _dead_address() -> str:
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_stale_record_of_ray_start_gives_way_to_a_local_cluster(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from host.cluster import _ray
+
+    dead = _dead_address()
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(_ray, "_recorded_address", lambda: ("/tmp/ray/ray_current_cluster", dead))
+    with caplog.at_level("WARNING", logger="host.cluster"):
+        assert _ray._usable(None) == "local"  # Ray itself would retry the dead one for minutes
+    assert dead in caplog.text
+    with pytest.raises(ClusterError, match=f"no Ray cluster listens at {dead}"):
+        _ray._usable("auto")
+
+
+def test_a_live_record_and_no_record_are_left_to_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    from host.cluster import _ray
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(_ray, "_recorded_address", lambda: None)
+    assert _ray._usable(None) is None
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        monkeypatch.setattr(_ray, "_recorded_address", lambda: ("file", address))
+        assert _ray._usable(None) is None
+        assert _ray._usable("auto") == "auto"
+
+
+def test_ray_address_from_the_environment_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from host.cluster import _ray
+
+    dead = _dead_address()
+    monkeypatch.setenv("RAY_ADDRESS", dead)
+    with pytest.raises(ClusterError, match=f"cannot reach the Ray cluster at {dead}"):
+        _ray._usable(None)
