@@ -82,7 +82,7 @@ class Bridge:
         self.fd_in = ctl_in
         self.fd_out = ctl_out
         self._frames = FrameBuffer(_MAX_REPLY_FRAME)
-        self._early: list[bytes] = []  # frames read with the one asked for (Start after Prepare)
+        self._read_ahead: list[bytes] = []  # frames read with the one asked for (Start after Prepare)
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._next_id = 0
@@ -97,12 +97,12 @@ class Bridge:
     def read_first(self, kind: type[msgspec.Struct]) -> Any:
         """Block until the host's next frame, which must be a ``kind``; exit if it is not
         (the host breaks the protocol only if it is gone or broken)."""
-        while not self._early:
+        while not self._read_ahead:
             data = os.read(self.fd_in, _READ_SIZE)
             if not data:
                 os._exit(0)
-            self._early += self._frames.feed(data)
-        message = _host_decoder.decode(self._early.pop(0))
+            self._read_ahead += self._frames.feed(data)
+        message = _host_decoder.decode(self._read_ahead.pop(0))
         if not isinstance(message, kind):
             os._exit(3)
         return message
@@ -176,7 +176,7 @@ class Bridge:
             if not data:
                 self._host_gone()
                 return
-            bodies, self._early = self._early + self._frames.feed(data), []
+            bodies, self._read_ahead = self._read_ahead + self._frames.feed(data), []
         finally:
             self._read_lock.release()
         for body in bodies:

@@ -519,20 +519,20 @@ def _allow_nested_asyncio_run() -> None:
     def run(main: Any, **kwargs: Any) -> Any:
         if asyncio.events._get_running_loop() is None:
             return original(main, **kwargs)
-        box: dict[str, Any] = {}
+        outcome: dict[str, Any] = {}
 
         def target() -> None:
             try:
-                box["value"] = original(main, **kwargs)
+                outcome["value"] = original(main, **kwargs)
             except BaseException as exc:
-                box["error"] = exc
+                outcome["error"] = exc
 
         thread = threading.Thread(target=target, name="asyncio.run")
         thread.start()
         thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
 
     asyncio.run = asyncio.runners.run = run
 

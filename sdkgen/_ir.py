@@ -68,7 +68,7 @@ def _hint(name: str) -> Hint:
 
 
 @dataclass(slots=True)
-class _Scope:
+class _Document:
     """One schema document: a tool's parameters or output, with its own `$defs`."""
 
     tool: Tool
@@ -117,7 +117,7 @@ class _Builder:
         self._bases = {tool.name: camel(tool.name) for tool in tools}
         self._slots: list[TypeDef | None] = []
         self._slot_of: dict[str, int] = {}
-        self._ref_names: dict[tuple[str, str], str] = {}  # (scope id or content key, ptr)
+        self._ref_names: dict[tuple[str, str], str] = {}  # (document id or content key, ptr)
         self._shapes: dict[str, str] = {}  # shared inline shape key -> base name
         self._shape_names: dict[str, str] = {}  # shared inline shape key -> given name
         self._def_name_keys: dict[str, set[str]] = {}  # def base name -> content keys
@@ -126,17 +126,17 @@ class _Builder:
 
     def build(self) -> Sdk:
         py_names = self._py_names
-        scopes = [
-            _Scope(tool, root, kind)
+        documents = [
+            _Document(tool, root, kind)
             for tool in self._tools
             for root, kind in ((tool.parameters, "Args"), (tool.output, "Result"))
             if root is not None
         ]
-        for scope in scopes:
-            self._index_defs(scope)
-        self._shapes = _shared_shapes(scopes)
+        for document in documents:
+            self._index_defs(document)
+        self._shapes = _shared_shapes(documents)
         tools: list[ToolDef] = []
-        by_tool = {(s.tool.name, s.kind): s for s in scopes}
+        by_tool = {(s.tool.name, s.kind): s for s in documents}
         for tool in self._tools:
             base = self._bases[tool.name]
             args = by_tool.get((tool.name, "Args"))
@@ -151,9 +151,9 @@ class _Builder:
         types = tuple(slot for slot in self._slots if slot is not None)
         return Sdk(tuple(tools), types)
 
-    def _index_defs(self, scope: _Scope) -> None:
+    def _index_defs(self, document: _Document) -> None:
         """Key each `$defs` entry by its content and what it refers to, for sharing."""
-        defs = _defs(scope.root)
+        defs = _defs(document.root)
         for pointer in defs:
             closure: dict[str, Any] = {}
             todo = [pointer]
@@ -166,72 +166,76 @@ class _Builder:
                 _refs(defs[current], found)
                 todo.extend(sorted(found))
             key = canonical([pointer, closure])
-            scope.defs_keys[pointer] = key
+            document.defs_keys[pointer] = key
             base = camel(_last_segment(pointer))
             self._def_name_keys.setdefault(base, set()).add(key)
 
     # -- parameters and results ---------------------------------------------------------
 
-    def _params(self, scope: _Scope, base: str) -> Params:
-        root = self._merge_all_of(scope, self._follow(scope, scope.root))
+    def _params(self, document: _Document, base: str) -> Params:
+        root = self._merge_all_of(document, self._follow(document, document.root))
         if root is False:
             return Params((), None, None)
         if not isinstance(root, Mapping) or not _is_object(root):
             return Params((), None, JSON)
         props = root.get("properties")
-        extra = self._extra(scope, root, base)
+        extra = self._extra(document, root, base)
         if not isinstance(props, Mapping) or not props:
             return Params((), None, extra)
         plain = all(is_py_name(str(key)) for key in props)
         name = None
-        if not plain or "#" in _ref_set(scope.root):
+        if not plain or "#" in _ref_set(document.root):
             name = self._reserve(_hint(base + "Args"))
-            self._ref_names[(id_of(scope), "#")] = name
-        fields = self._fields(scope, root, base)
+            self._ref_names[(id_of(document), "#")] = name
+        fields = self._fields(document, root, base)
         if name is not None:
             self._fill(name, ObjectDef(name, _doc(root), fields))
         return Params(fields, None, extra) if plain else Params((), name, None)
 
-    def _extra(self, scope: _Scope, root: Mapping[str, Any], base: str) -> TypeNode | None:
+    def _extra(self, document: _Document, root: Mapping[str, Any], base: str) -> TypeNode | None:
         """Type of extra keyword arguments: only when `additionalProperties` allows them."""
         extra = root.get("additionalProperties")
         if extra is True or (isinstance(extra, Mapping) and not extra):
             return JSON
         if isinstance(extra, Mapping):
-            return self._convert(scope, extra, _hint(base + "Extra"))
+            return self._convert(document, extra, _hint(base + "Extra"))
         return None
 
-    def _returns(self, scope: _Scope, base: str) -> tuple[TypeNode, str]:
-        root = scope.root
+    def _returns(self, document: _Document, base: str) -> tuple[TypeNode, str]:
+        root = document.root
         doc = clean_text(_str(root.get("description"))) if isinstance(root, Mapping) else ""
-        node = self._convert(scope, root, _hint(base + "Result"), pointer="#")
+        node = self._convert(document, root, _hint(base + "Result"), pointer="#")
         if isinstance(node, Named) and isinstance(self._def(node.name), ObjectDef):
             doc = ""  # the object's own docstring carries it
         return node, doc
 
     # -- schemas ------------------------------------------------------------------------
 
-    def _convert(self, scope: _Scope, schema: object, hint: Hint, pointer: str = "") -> TypeNode:
+    def _convert(
+        self, document: _Document, schema: object, hint: Hint, pointer: str = ""
+    ) -> TypeNode:
         if pointer == "#":
-            key = (id_of(scope), "#")
+            key = (id_of(document), "#")
             if key in self._ref_names:
                 return Named(self._ref_names[key])
-            if "#" in _ref_set(scope.root):
+            if "#" in _ref_set(document.root):
                 name = self._reserve(hint)
                 self._ref_names[key] = name
-                self._define(scope, schema, name)
+                self._define(document, schema, name)
                 return Named(name)
         if not isinstance(schema, Mapping):
             return JSON
-        node = self._convert_mapping(scope, schema, hint)
+        node = self._convert_mapping(document, schema, hint)
         if schema.get("nullable") is True:
             node = union([node, NONE])
         return node
 
-    def _convert_mapping(self, scope: _Scope, schema: Mapping[str, Any], hint: Hint) -> TypeNode:
+    def _convert_mapping(
+        self, document: _Document, schema: Mapping[str, Any], hint: Hint
+    ) -> TypeNode:
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            return self._ref(scope, ref)
+            return self._ref(document, ref)
         if "const" in schema:
             return _literal(schema["const"])
         enum = schema.get("enum")
@@ -241,37 +245,39 @@ class _Builder:
             members = schema.get(key)
             if isinstance(members, list | tuple) and members and not _constraints_only(members):
                 variants = [
-                    self._variant(scope, schema, member, hint.variant(i))
+                    self._variant(document, schema, member, hint.variant(i))
                     for i, member in enumerate(members, 1)
                 ]
                 return union(variants)
         all_of = schema.get("allOf")
         if isinstance(all_of, list | tuple) and all_of:
             if len(all_of) == 1 and set(schema) <= _ANNOTATIONS | {"allOf"}:
-                return self._convert(scope, all_of[0], hint)
-            merged = self._merge_all_of(scope, schema)
-            return JSON if merged is schema else self._convert(scope, merged, hint)
+                return self._convert(document, all_of[0], hint)
+            merged = self._merge_all_of(document, schema)
+            return JSON if merged is schema else self._convert(document, merged, hint)
         kinds = schema.get("type")
         if isinstance(kinds, str):
-            return self._typed(scope, schema, kinds, hint)
+            return self._typed(document, schema, kinds, hint)
         if isinstance(kinds, list | tuple) and kinds:
-            return union([self._typed(scope, schema, str(k), hint) for k in kinds])
+            return union([self._typed(document, schema, str(k), hint) for k in kinds])
         if _is_object(schema):
-            return self._typed(scope, schema, "object", hint)
+            return self._typed(document, schema, "object", hint)
         if "items" in schema or "prefixItems" in schema:
-            return self._typed(scope, schema, "array", hint)
+            return self._typed(document, schema, "array", hint)
         return JSON
 
     def _variant(
-        self, scope: _Scope, parent: Mapping[str, Any], member: object, hint: Hint
+        self, document: _Document, parent: Mapping[str, Any], member: object, hint: Hint
     ) -> TypeNode:
         """A member of anyOf/oneOf; a bare member inherits the parent's `type`."""
         typed = ("type", "$ref", "const", "enum", "anyOf", "oneOf", "allOf")
         if isinstance(member, Mapping) and "type" in parent and not any(k in member for k in typed):
             member = {"type": parent["type"], **member}
-        return self._convert(scope, member, hint)
+        return self._convert(document, member, hint)
 
-    def _typed(self, scope: _Scope, schema: Mapping[str, Any], kind: str, hint: Hint) -> TypeNode:
+    def _typed(
+        self, document: _Document, schema: Mapping[str, Any], kind: str, hint: Hint
+    ) -> TypeNode:
         if kind == "object":
             props = schema.get("properties")
             if isinstance(props, Mapping) and props:
@@ -282,14 +288,16 @@ class _Builder:
                 name = self._reserve(_hint(shared) if shared else hint)
                 if shared:
                     self._shape_names[key] = name
-                self._fill(name, self._object(scope, schema, name))
+                self._fill(name, self._object(document, schema, name))
                 return Named(name)
             extra = schema.get("additionalProperties")
             if isinstance(extra, Mapping) and extra:
-                return MapOf(self._convert(scope, extra, hint.value()))
+                return MapOf(self._convert(document, extra, hint.value()))
             patterns = schema.get("patternProperties")
             if isinstance(patterns, Mapping) and patterns:
-                values = [self._convert(scope, patterns[k], hint.value()) for k in sorted(patterns)]
+                values = [
+                    self._convert(document, patterns[k], hint.value()) for k in sorted(patterns)
+                ]
                 return MapOf(union(values))
             return MapOf(JSON)
         if kind == "array":
@@ -298,17 +306,20 @@ class _Builder:
                 rest = schema.get("items") if "prefixItems" in schema else None
                 rest = schema.get("additionalItems") if "prefixItems" not in schema else rest
                 members = tuple(
-                    self._convert(scope, i, hint.item().variant(n)) for n, i in enumerate(prefix, 1)
+                    self._convert(document, i, hint.item().variant(n))
+                    for n, i in enumerate(prefix, 1)
                 )
                 # A tail the schema leaves open (no `items`) is not typed: the prefix is.
                 more = (
-                    self._convert(scope, rest, hint.item())
+                    self._convert(document, rest, hint.item())
                     if isinstance(rest, Mapping) and rest
                     else None
                 )
                 return TupleOf(members, more)
             items = schema.get("items")
-            return ListOf(self._convert(scope, items, hint.item()) if items is not None else JSON)
+            return ListOf(
+                self._convert(document, items, hint.item()) if items is not None else JSON
+            )
         simple: dict[str, PrimKind] = {
             "string": "str",
             "integer": "int",
@@ -318,12 +329,14 @@ class _Builder:
         }
         return Prim(simple.get(kind, "json"))
 
-    def _object(self, scope: _Scope, schema: Mapping[str, Any], name: str) -> ObjectDef:
+    def _object(self, document: _Document, schema: Mapping[str, Any], name: str) -> ObjectDef:
         return ObjectDef(
-            name, clean_text(_str(schema.get("description"))), self._fields(scope, schema, name)
+            name, clean_text(_str(schema.get("description"))), self._fields(document, schema, name)
         )
 
-    def _fields(self, scope: _Scope, schema: Mapping[str, Any], parent: str) -> tuple[Field, ...]:
+    def _fields(
+        self, document: _Document, schema: Mapping[str, Any], parent: str
+    ) -> tuple[Field, ...]:
         props = schema.get("properties")
         if not isinstance(props, Mapping):
             return ()
@@ -334,11 +347,11 @@ class _Builder:
         fields = []
         for key in order:
             sub = props[key]
-            node = self._convert(scope, sub, _hint(parent).child(key))
+            node = self._convert(document, sub, _hint(parent).child(key))
             fields.append(Field(key, node, key in needed, field_doc(sub), _default(sub)))
         return tuple(fields)
 
-    def _merge_all_of(self, scope: _Scope, schema: object, depth: int = 0) -> object:
+    def _merge_all_of(self, document: _Document, schema: object, depth: int = 0) -> object:
         """Merge an `allOf` of object schemas (refs followed) into one object schema."""
         if not isinstance(schema, Mapping) or not isinstance(schema.get("allOf"), list | tuple):
             return schema
@@ -346,11 +359,11 @@ class _Builder:
         props: dict[str, Any] = {}
         required: list[Any] = []
         for member in [merged, *schema["allOf"]]:
-            part = self._follow(scope, member)
+            part = self._follow(document, member)
             if part is not merged:
                 if depth > 16 or not isinstance(part, Mapping):
                     return schema
-                part = self._merge_all_of(scope, part, depth + 1)
+                part = self._merge_all_of(document, part, depth + 1)
                 if not isinstance(part, Mapping) or not _is_object(part):
                     return schema
             props.update(part.get("properties") or {})
@@ -358,50 +371,55 @@ class _Builder:
         merged.update({"type": "object", "properties": props, "required": required})
         return merged
 
-    def _follow(self, scope: _Scope, schema: object) -> object:
+    def _follow(self, document: _Document, schema: object) -> object:
         """Follow a chain of `$ref` to the schema it ends at (None when it cannot be found)."""
         for _ in range(32):
             if not isinstance(schema, Mapping) or not isinstance(schema.get("$ref"), str):
                 return schema
-            schema = self._resolve(scope, schema["$ref"])
+            schema = self._resolve(document, schema["$ref"])
         return None
 
     # -- references ---------------------------------------------------------------------
 
-    def _ref(self, scope: _Scope, ref: str) -> TypeNode:
+    def _ref(self, document: _Document, ref: str) -> TypeNode:
         if ref == "#":
             return self._convert(
-                scope, scope.root, _hint(self._bases[scope.tool.name] + scope.kind), pointer="#"
+                document,
+                document.root,
+                _hint(self._bases[document.tool.name] + document.kind),
+                pointer="#",
             )
         if not ref.startswith("#/"):
             return JSON  # a remote reference: not resolvable from the manifest
-        content_key = scope.defs_keys.get(ref)
-        key = ("def", content_key) if content_key else (id_of(scope), ref)
+        content_key = document.defs_keys.get(ref)
+        key = ("def", content_key) if content_key else (id_of(document), ref)
         if key in self._ref_names:
             return Named(self._ref_names[key])
-        target = self._resolve(scope, ref)
+        target = self._resolve(document, ref)
         if target is None:
             return JSON
         base = camel(_last_segment(ref))
         if content_key is not None and len(self._def_name_keys.get(base, ())) > 1:
-            base = self._bases[scope.tool.name] + base
+            base = self._bases[document.tool.name] + base
         name = self._reserve(_hint(base))
         self._ref_names[key] = name
-        self._define(scope, target, name)
+        self._define(document, target, name)
         return Named(name)
 
-    def _define(self, scope: _Scope, schema: object, name: str) -> None:
-        schema = self._merge_all_of(scope, schema) if isinstance(schema, Mapping | bool) else schema
+    def _define(self, document: _Document, schema: object, name: str) -> None:
+        schema = (
+            self._merge_all_of(document, schema) if isinstance(schema, Mapping | bool) else schema
+        )
         doc = clean_text(_str(schema.get("description"))) if isinstance(schema, Mapping) else ""
         if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
             kinds = schema.get("type", "object")
             if kinds == "object" and schema.get("nullable") is not True and schema["properties"]:
-                self._fill(name, self._object(scope, schema, name))
+                self._fill(name, self._object(document, schema, name))
                 return
-        self._fill(name, AliasDef(name, doc, self._convert(scope, schema, _hint(name))))
+        self._fill(name, AliasDef(name, doc, self._convert(document, schema, _hint(name))))
 
-    def _resolve(self, scope: _Scope, ref: str) -> Any:
-        node: Any = scope.root
+    def _resolve(self, document: _Document, ref: str) -> Any:
+        node: Any = document.root
         for raw in ref[2:].split("/") if ref != "#" else ():
             part = unquote(raw).replace("~1", "/").replace("~0", "~")
             if isinstance(node, Mapping) and part in node:
@@ -435,7 +453,7 @@ def _default(schema: object) -> str | None:
     return None
 
 
-def _shared_shapes(scopes: list[_Scope]) -> dict[str, str]:
+def _shared_shapes(documents: list[_Document]) -> dict[str, str]:
     """Find inline object shapes (no `$ref` inside) used twice or more; name each.
 
     The name is the shape's `title` if any, else its property path where first met
@@ -465,14 +483,14 @@ def _shared_shapes(scopes: list[_Scope]) -> dict[str, str]:
                 for i, member in enumerate(members, 1):
                     walk(member, f"{path}{i}", False)
 
-    for scope in scopes:
-        walk(scope.root, "", True)
+    for document in documents:
+        walk(document.root, "", True)
     return {key: names[key] for key, count in counts.items() if count > 1}
 
 
-def id_of(scope: _Scope) -> str:
-    """Return a stable identity for a scope: tool name and kind."""
-    return f"{scope.tool.name}\x00{scope.kind}"
+def id_of(document: _Document) -> str:
+    """Return a stable identity for a document: tool name and kind."""
+    return f"{document.tool.name}\x00{document.kind}"
 
 
 def union(nodes: list[TypeNode]) -> TypeNode:

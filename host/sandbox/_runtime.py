@@ -249,7 +249,7 @@ class SubprocessRuntime:
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:
-            return self._early(
+            return self._failed_before_start(
                 RunError(
                     kind="parse",
                     message=exc.message,
@@ -258,7 +258,7 @@ class SubprocessRuntime:
                 )
             ), None
         if request.abort is not None and request.abort.is_set():
-            return self._early(
+            return self._failed_before_start(
                 RunError(kind="aborted", message="the run was aborted before it started")
             ), None
         session = None if state is None else SessionState(blob=state, max_bytes=max_state_bytes)
@@ -286,10 +286,10 @@ class SubprocessRuntime:
                 template = await self._ensure_template()
             except Exception:
                 if self._closed:  # aclose() ended the start this run was waiting for
-                    return self._early(closed), None
+                    return self._failed_before_start(closed), None
                 raise
             if self._closed:
-                return self._early(closed), None
+                return self._failed_before_start(closed), None
             slot = await self._take_slot(template)
             run = Run(request, code, slot, self._options, self._watchdog, session)
             self._runs.add(run)
@@ -332,7 +332,8 @@ class SubprocessRuntime:
             del self._compiled[next(iter(self._compiled))]
         return code
 
-    def _early(self, error: RunError) -> RunResult:
+    def _failed_before_start(self, error: RunError) -> RunResult:
+        """The result of a run that failed before any child was involved."""
         stats = RunStats(
             isolation=self.isolation, compute_ms=0.0, wall_ms=0.0, calls=0, dropped_frames=0
         )
