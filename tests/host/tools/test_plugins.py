@@ -58,6 +58,30 @@ async def test_tool_timeout_when_its_own_timer_fires() -> None:
     assert seen[0].is_set()
 
 
+def _mock_clock() -> object:
+    """trio with a clock that jumps to the next deadline whenever every task waits."""
+    import trio.testing
+
+    return pytest.param(
+        ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}), id="trio-mock-clock"
+    )
+
+
+@pytest.mark.parametrize("anyio_backend", [_mock_clock()])
+async def test_the_timeout_fires_at_its_deadline_on_a_controlled_clock() -> None:
+    registry = ToolRegistry(ToolsConfig(repeat_reminder=None))
+    seen: list[Any] = []
+    registry.register(sleeper("slow", 3600, 250, seen))
+    registry.register(sleeper("just_in_time", 0.249, 250, seen))
+    started = anyio.current_time()
+    result = await registry.invoke("slow", {})
+    assert result.code is ErrorCode.TOOL_TIMEOUT
+    assert anyio.current_time() - started == pytest.approx(0.25)  # not an hour, not sooner
+    started = anyio.current_time()
+    assert (await registry.invoke("just_in_time", {})).value == "done"
+    assert anyio.current_time() - started == pytest.approx(0.249)
+
+
 async def test_fast_tools_and_tools_without_budget_are_untouched() -> None:
     registry = ToolRegistry(ToolsConfig(repeat_reminder=None))
     seen: list[Any] = []
