@@ -74,9 +74,9 @@ def dsh_eval_fn(
     the tools, run on the host; the returned locals are the script's JSON variables.
 
     Async by default (for ``ainvoke``); ``blocking=True`` gives a plain function (for
-    ``invoke``) whose event loop runs on a thread of its own. Its ``aclose()`` (async) or
-    ``close()`` (blocking) ends the processes; so does the end of the event loop (async) or
-    garbage collection (blocking).
+    ``invoke``) whose event loop runs on a thread of its own. Without a ``runtime`` the
+    processes end with the event loop (async: ``host.adapters.shared_runtime``) or with
+    ``close()`` or garbage collection (blocking); ``aclose()`` forgets the session.
     """
     steps = Steps(
         make_limits(

@@ -101,8 +101,8 @@ def function_spec(fn: Callable[..., Any]) -> ToolSpec:
 class Steps:
     """The steps of one agent: runs of one session, so variables survive from step to step.
 
-    Without a ``runtime`` a ``SubprocessRuntime`` of its own is started on first use
-    (``runtime_options`` are its arguments) and closed by ``aclose()``.
+    Without a ``runtime`` the steps run on the event loop's shared runtime
+    (``shared_runtime(**runtime_options)``), whose processes end with the loop.
     """
 
     def __init__(
@@ -115,7 +115,6 @@ class Steps:
     ) -> None:
         self.limits = limits
         self._runtime = runtime
-        self._owned = runtime is None
         self._options = dict(runtime_options or {})
         self._max_state_bytes = max_state_bytes
         self._session: Session | None = None
@@ -131,16 +130,17 @@ class Steps:
         """The variables the session carries."""
         return self._session.names if self._session is not None else ()
 
-    def _get_session(self) -> Session:
+    async def _get_session(self) -> Session:
         if self._session is None:
-            if self._runtime is None:
-                from host.sandbox import SubprocessRuntime
+            runtime = self._runtime
+            if runtime is None:
+                from host.adapters._runtime import shared_runtime
 
-                self._runtime = SubprocessRuntime(**self._options)
+                runtime = await shared_runtime(**self._options)
             if self._max_state_bytes is None:
-                self._session = self._runtime.session()
+                self._session = runtime.session()
             else:
-                self._session = self._runtime.session(max_state_bytes=self._max_state_bytes)
+                self._session = runtime.session(max_state_bytes=self._max_state_bytes)
         return self._session
 
     async def run(
@@ -170,14 +170,12 @@ class Steps:
             call_style="sync",
         )
         async with self._lock:
-            result = await self._get_session().run(request)
+            result = await (await self._get_session()).run(request)
         return _outcome(result, set(tools), answers)
 
     async def aclose(self) -> None:
-        """Close the runtime this object started (a runtime passed in is the caller's)."""
-        runtime, self._runtime, self._session = self._runtime, None, None
-        if runtime is not None and self._owned:
-            await runtime.aclose()
+        """Forget the session (its variables); the runtime is the caller's or the loop's."""
+        self._session = None
 
 
 def _binding(name: str, spec: ToolSpec, answers: list[Any] | None) -> Callable[[Any], Any]:
@@ -258,5 +256,5 @@ def _close_portal(box: dict[str, Any], steps: Steps) -> None:
         return  # collected on the portal's own thread: the host's exit ends the children
     try:
         portal.call(steps.aclose)
-    finally:
+    finally:  # the loop ends: its shared runtime closes, every process of it gone
         box.pop("manager").__exit__(None, None, None)
