@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 with warnings.catch_warnings():  # langgraph 0.3 warns about a langchain default on import
+    import langchain_core  # noqa: F401  # first: its import puts its own filters in front
+
     warnings.simplefilter("ignore")
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
