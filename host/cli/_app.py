@@ -505,7 +505,8 @@ def mcp_command(
     ] = 1_000,
     policy: Annotated[str, typer.Option(help="python or restricted.")] = "python",
     yes: Annotated[
-        bool, typer.Option("--yes", help="Allow every 'ask' (otherwise each is denied).")
+        bool,
+        typer.Option("--yes", help="Allow every 'ask' (otherwise the MCP client is asked)."),
     ] = False,
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,
@@ -540,6 +541,10 @@ def mcp_command(
 
         with contextlib.redirect_stdout(sys.stderr):  # setup_registry hooks may print
             registry = _registry(loaded, yes)
+        if not yes:  # stdin is the MCP channel: an `ask` goes to the client, by elicitation
+            from host.mcp import elicitation_ask_handler
+
+            registry.ask_handler = elicitation_ask_handler()
         async with (
             open_mcp(servers, registry, mcp_timeout_ms),
             runtime_options.runtime() as runtime,

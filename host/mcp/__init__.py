@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runtime.lowlevel import fixup_module_metadata
 
+from ._approvals import ApprovalUnavailable, elicitation_ask_handler
 from ._client import (
     McpConfigError,
     McpServerError,
@@ -25,6 +26,7 @@ from ._schema import loosen_schema
 from ._server import McpServeConfig, build_server, serve
 
 __all__ = (
+    "ApprovalUnavailable",
     "DshSandboxProvider",
     "McpConfigError",
     "McpServeConfig",
@@ -33,6 +35,7 @@ __all__ = (
     "McpServers",
     "McpUnavailableError",
     "build_server",
+    "elicitation_ask_handler",
     "load_mcp_config",
     "loosen_schema",
     "parse_mcp_option",
