@@ -182,7 +182,9 @@ def fastmcp_rows(n: int) -> list[str]:
 
     async def main(provider: Any) -> list[float]:
         return await _atimed(
-            lambda: provider.run(code, inputs={"a": 1}, external_functions={"call_tool": call_tool}),
+            lambda: provider.run(
+                code, inputs={"a": 1}, external_functions={"call_tool": call_tool}
+            ),
             n,
         )
 
