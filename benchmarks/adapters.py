@@ -60,7 +60,7 @@ def smolagents_rows(n: int) -> list[str]:
 
     from host.adapters.smolagents import DshExecutor
 
-    @tool
+    @tool  # type: ignore[untyped-decorator]
     def add(a: int, b: int) -> int:
         """Add.
 

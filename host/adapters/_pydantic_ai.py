@@ -58,12 +58,10 @@ class _InnerError(Exception):
 
 @dataclass
 class _Approval:
-    """A call of the program waiting for a person, and how the run was stopped for it."""
+    """A call of the program waiting for a person."""
 
     tool: str
     args: dict[str, Any]
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    requested: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
