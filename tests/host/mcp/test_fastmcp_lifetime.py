@@ -13,6 +13,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.experimental.transforms.code_mode import CodeMode
 
 from host.mcp import DshSandboxProvider
+from tests.host.sandbox.conftest import our_cgroups
 
 
 def _children() -> set[int]:
@@ -39,6 +40,7 @@ def test_providers_never_closed_leave_no_process_when_the_loop_ends() -> None:
         assert asyncio.run(main()) == ["0", "1", "2", "3", "4"]
         gc.collect()
     assert not _children() - before
+    assert our_cgroups() == []
 
 
 def test_the_shared_runtime_closes_when_a_trio_run_ends() -> None:
@@ -50,3 +52,16 @@ def test_the_shared_runtime_closes_when_a_trio_run_ends() -> None:
     assert trio.run(main) == 42
     gc.collect()
     assert not _children() - before
+    assert our_cgroups() == []
+
+
+def test_a_loop_that_ends_right_after_a_run_leaves_nothing() -> None:
+    before = _children()
+
+    async def main() -> Any:
+        return await DshSandboxProvider().run("return 1")  # the run's release is still going
+
+    assert asyncio.run(main()) == 1  # asyncio.run cancels it, then closes the shared runtime
+    gc.collect()
+    assert not _children() - before
+    assert our_cgroups() == []
