@@ -8,10 +8,10 @@ framework when first used (install the extra: ``pip install 'dsh-code[smolagents
 
 from __future__ import annotations
 
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._runtime import shared_runtime
 
 __all__ = ("shared_runtime",)
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())

@@ -5,10 +5,10 @@ Install with ``pip install 'dsh-code[langgraph]'``; this module itself imports n
 
 from __future__ import annotations
 
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._langgraph import dsh_eval_fn
 
 __all__ = ("dsh_eval_fn",)
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())

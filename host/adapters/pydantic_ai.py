@@ -27,3 +27,7 @@ def __getattr__(name: str) -> object:
     value.__module__ = __name__
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

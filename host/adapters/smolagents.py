@@ -5,10 +5,10 @@ Needs ``pip install 'dsh-code[smolagents]'``; smolagents is imported when an exe
 
 from __future__ import annotations
 
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._smolagents import DshExecutor
 
 __all__ = ("DshExecutor",)
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())
