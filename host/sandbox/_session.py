@@ -8,14 +8,11 @@ A run that fails leaves the state as it was.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import anyio
 
 from runtime import RunRequest, RunResult
-
-if TYPE_CHECKING:
-    from host.sandbox._runtime import SubprocessRuntime
 
 __all__ = ("Session",)
 
@@ -23,12 +20,18 @@ __all__ = ("Session",)
 MAX_STATE_BYTES = 64 * 1024 * 1024
 
 
-class Session:
-    """Runs of one ``SubprocessRuntime`` that share the program's globals, one after another."""
+class SessionRunner(Protocol):
+    """What a session needs of its runtime: a run that takes and gives back state."""
 
-    def __init__(
-        self, runtime: SubprocessRuntime, state: bytes | None, max_state_bytes: int
-    ) -> None:
+    async def _run_in_session(
+        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+    ) -> tuple[RunResult, Any]: ...
+
+
+class Session:
+    """Runs of one runtime that share the program's globals, one after another."""
+
+    def __init__(self, runtime: SessionRunner, state: bytes | None, max_state_bytes: int) -> None:
         if state is not None and not isinstance(state, bytes):
             raise TypeError(
                 f"state must be bytes (a blob from Session.state), not {type(state).__name__}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.lowlevel import fixup_module_metadata
+from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._batch import ToolCallRequest, is_concurrency_safe, run_tool_calls
 from ._call import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
@@ -139,4 +139,4 @@ __all__ = (
     "validate",
 )
 
-fixup_module_metadata(__name__, globals())
+_fixup_module_metadata(__name__, globals())
