@@ -82,7 +82,9 @@ class Bridge:
         self.fd_in = ctl_in
         self.fd_out = ctl_out
         self._frames = FrameBuffer(_MAX_REPLY_FRAME)
-        self._read_ahead: list[bytes] = []  # frames read with the one asked for (Start after Prepare)
+        self._read_ahead: list[
+            bytes
+        ] = []  # frames read with the one asked for (Start after Prepare)
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._next_id = 0

@@ -68,8 +68,8 @@ def _hint(name: str) -> Hint:
 
 
 @dataclass(slots=True)
-class _Document:
-    """One schema document: a tool's parameters or output, with its own `$defs`."""
+class _Side:
+    """One side of a tool, its parameters or its output: a schema document with its `$defs`."""
 
     tool: Tool
     root: Schema
@@ -117,7 +117,7 @@ class _Builder:
         self._bases = {tool.name: camel(tool.name) for tool in tools}
         self._slots: list[TypeDef | None] = []
         self._slot_of: dict[str, int] = {}
-        self._ref_names: dict[tuple[str, str], str] = {}  # (document id or content key, ptr)
+        self._ref_names: dict[tuple[str, str], str] = {}  # (side id or content key, ptr)
         self._shapes: dict[str, str] = {}  # shared inline shape key -> base name
         self._shape_names: dict[str, str] = {}  # shared inline shape key -> given name
         self._def_name_keys: dict[str, set[str]] = {}  # def base name -> content keys
@@ -126,17 +126,17 @@ class _Builder:
 
     def build(self) -> Sdk:
         py_names = self._py_names
-        documents = [
-            _Document(tool, root, kind)
+        sides = [
+            _Side(tool, root, kind)
             for tool in self._tools
             for root, kind in ((tool.parameters, "Args"), (tool.output, "Result"))
             if root is not None
         ]
-        for document in documents:
-            self._index_defs(document)
-        self._shapes = _shared_shapes(documents)
+        for side in sides:
+            self._index_defs(side)
+        self._shapes = _shared_shapes(sides)
         tools: list[ToolDef] = []
-        by_tool = {(s.tool.name, s.kind): s for s in documents}
+        by_tool = {(s.tool.name, s.kind): s for s in sides}
         for tool in self._tools:
             base = self._bases[tool.name]
             args = by_tool.get((tool.name, "Args"))
@@ -151,9 +151,9 @@ class _Builder:
         types = tuple(slot for slot in self._slots if slot is not None)
         return Sdk(tuple(tools), types)
 
-    def _index_defs(self, document: _Document) -> None:
+    def _index_defs(self, side: _Side) -> None:
         """Key each `$defs` entry by its content and what it refers to, for sharing."""
-        defs = _defs(document.root)
+        defs = _defs(side.root)
         for pointer in defs:
             closure: dict[str, Any] = {}
             todo = [pointer]
@@ -166,76 +166,72 @@ class _Builder:
                 _refs(defs[current], found)
                 todo.extend(sorted(found))
             key = canonical([pointer, closure])
-            document.defs_keys[pointer] = key
+            side.defs_keys[pointer] = key
             base = camel(_last_segment(pointer))
             self._def_name_keys.setdefault(base, set()).add(key)
 
     # -- parameters and results ---------------------------------------------------------
 
-    def _params(self, document: _Document, base: str) -> Params:
-        root = self._merge_all_of(document, self._follow(document, document.root))
+    def _params(self, side: _Side, base: str) -> Params:
+        root = self._merge_all_of(side, self._follow(side, side.root))
         if root is False:
             return Params((), None, None)
         if not isinstance(root, Mapping) or not _is_object(root):
             return Params((), None, JSON)
         props = root.get("properties")
-        extra = self._extra(document, root, base)
+        extra = self._extra(side, root, base)
         if not isinstance(props, Mapping) or not props:
             return Params((), None, extra)
         plain = all(is_py_name(str(key)) for key in props)
         name = None
-        if not plain or "#" in _ref_set(document.root):
+        if not plain or "#" in _ref_set(side.root):
             name = self._reserve(_hint(base + "Args"))
-            self._ref_names[(id_of(document), "#")] = name
-        fields = self._fields(document, root, base)
+            self._ref_names[(id_of(side), "#")] = name
+        fields = self._fields(side, root, base)
         if name is not None:
             self._fill(name, ObjectDef(name, _doc(root), fields))
         return Params(fields, None, extra) if plain else Params((), name, None)
 
-    def _extra(self, document: _Document, root: Mapping[str, Any], base: str) -> TypeNode | None:
+    def _extra(self, side: _Side, root: Mapping[str, Any], base: str) -> TypeNode | None:
         """Type of extra keyword arguments: only when `additionalProperties` allows them."""
         extra = root.get("additionalProperties")
         if extra is True or (isinstance(extra, Mapping) and not extra):
             return JSON
         if isinstance(extra, Mapping):
-            return self._convert(document, extra, _hint(base + "Extra"))
+            return self._convert(side, extra, _hint(base + "Extra"))
         return None
 
-    def _returns(self, document: _Document, base: str) -> tuple[TypeNode, str]:
-        root = document.root
+    def _returns(self, side: _Side, base: str) -> tuple[TypeNode, str]:
+        root = side.root
         doc = clean_text(_str(root.get("description"))) if isinstance(root, Mapping) else ""
-        node = self._convert(document, root, _hint(base + "Result"), pointer="#")
+        node = self._convert(side, root, _hint(base + "Result"), pointer="#")
         if isinstance(node, Named) and isinstance(self._def(node.name), ObjectDef):
             doc = ""  # the object's own docstring carries it
         return node, doc
 
     # -- schemas ------------------------------------------------------------------------
 
-    def _convert(
-        self, document: _Document, schema: object, hint: Hint, pointer: str = ""
-    ) -> TypeNode:
+    def _convert(self, side: _Side, schema: object, hint: Hint, pointer: str = "") -> TypeNode:
         if pointer == "#":
-            key = (id_of(document), "#")
+            key = (id_of(side), "#")
             if key in self._ref_names:
                 return Named(self._ref_names[key])
-            if "#" in _ref_set(document.root):
+            if "#" in _ref_set(side.root):
                 name = self._reserve(hint)
                 self._ref_names[key] = name
-                self._define(document, schema, name)
+                self._define(side, schema, name)
                 return Named(name)
         if not isinstance(schema, Mapping):
             return JSON
-        node = self._convert_mapping(document, schema, hint)
+        node = self._convert_mapping(side, schema, hint)
         if schema.get("nullable") is True:
             node = union([node, NONE])
         return node
 
-    def _convert_mapping(
-        self, document: _Document, schema: Mapping[str, Any], hint: Hint
-    ) -> TypeNode:
+    def _convert_mapping(self, side: _Side, schema: Mapping[str, Any], hint: Hint) -> TypeNode:
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            return self._ref(document, ref)
+            return self._ref(side, ref)
         if "const" in schema:
             return _literal(schema["const"])
         enum = schema.get("enum")
@@ -245,39 +241,37 @@ class _Builder:
             members = schema.get(key)
             if isinstance(members, list | tuple) and members and not _constraints_only(members):
                 variants = [
-                    self._variant(document, schema, member, hint.variant(i))
+                    self._variant(side, schema, member, hint.variant(i))
                     for i, member in enumerate(members, 1)
                 ]
                 return union(variants)
         all_of = schema.get("allOf")
         if isinstance(all_of, list | tuple) and all_of:
             if len(all_of) == 1 and set(schema) <= _ANNOTATIONS | {"allOf"}:
-                return self._convert(document, all_of[0], hint)
-            merged = self._merge_all_of(document, schema)
-            return JSON if merged is schema else self._convert(document, merged, hint)
+                return self._convert(side, all_of[0], hint)
+            merged = self._merge_all_of(side, schema)
+            return JSON if merged is schema else self._convert(side, merged, hint)
         kinds = schema.get("type")
         if isinstance(kinds, str):
-            return self._typed(document, schema, kinds, hint)
+            return self._typed(side, schema, kinds, hint)
         if isinstance(kinds, list | tuple) and kinds:
-            return union([self._typed(document, schema, str(k), hint) for k in kinds])
+            return union([self._typed(side, schema, str(k), hint) for k in kinds])
         if _is_object(schema):
-            return self._typed(document, schema, "object", hint)
+            return self._typed(side, schema, "object", hint)
         if "items" in schema or "prefixItems" in schema:
-            return self._typed(document, schema, "array", hint)
+            return self._typed(side, schema, "array", hint)
         return JSON
 
     def _variant(
-        self, document: _Document, parent: Mapping[str, Any], member: object, hint: Hint
+        self, side: _Side, parent: Mapping[str, Any], member: object, hint: Hint
     ) -> TypeNode:
         """A member of anyOf/oneOf; a bare member inherits the parent's `type`."""
         typed = ("type", "$ref", "const", "enum", "anyOf", "oneOf", "allOf")
         if isinstance(member, Mapping) and "type" in parent and not any(k in member for k in typed):
             member = {"type": parent["type"], **member}
-        return self._convert(document, member, hint)
+        return self._convert(side, member, hint)
 
-    def _typed(
-        self, document: _Document, schema: Mapping[str, Any], kind: str, hint: Hint
-    ) -> TypeNode:
+    def _typed(self, side: _Side, schema: Mapping[str, Any], kind: str, hint: Hint) -> TypeNode:
         if kind == "object":
             props = schema.get("properties")
             if isinstance(props, Mapping) and props:
@@ -288,16 +282,14 @@ class _Builder:
                 name = self._reserve(_hint(shared) if shared else hint)
                 if shared:
                     self._shape_names[key] = name
-                self._fill(name, self._object(document, schema, name))
+                self._fill(name, self._object(side, schema, name))
                 return Named(name)
             extra = schema.get("additionalProperties")
             if isinstance(extra, Mapping) and extra:
-                return MapOf(self._convert(document, extra, hint.value()))
+                return MapOf(self._convert(side, extra, hint.value()))
             patterns = schema.get("patternProperties")
             if isinstance(patterns, Mapping) and patterns:
-                values = [
-                    self._convert(document, patterns[k], hint.value()) for k in sorted(patterns)
-                ]
+                values = [self._convert(side, patterns[k], hint.value()) for k in sorted(patterns)]
                 return MapOf(union(values))
             return MapOf(JSON)
         if kind == "array":
@@ -306,20 +298,17 @@ class _Builder:
                 rest = schema.get("items") if "prefixItems" in schema else None
                 rest = schema.get("additionalItems") if "prefixItems" not in schema else rest
                 members = tuple(
-                    self._convert(document, i, hint.item().variant(n))
-                    for n, i in enumerate(prefix, 1)
+                    self._convert(side, i, hint.item().variant(n)) for n, i in enumerate(prefix, 1)
                 )
                 # A tail the schema leaves open (no `items`) is not typed: the prefix is.
                 more = (
-                    self._convert(document, rest, hint.item())
+                    self._convert(side, rest, hint.item())
                     if isinstance(rest, Mapping) and rest
                     else None
                 )
                 return TupleOf(members, more)
             items = schema.get("items")
-            return ListOf(
-                self._convert(document, items, hint.item()) if items is not None else JSON
-            )
+            return ListOf(self._convert(side, items, hint.item()) if items is not None else JSON)
         simple: dict[str, PrimKind] = {
             "string": "str",
             "integer": "int",
@@ -329,14 +318,12 @@ class _Builder:
         }
         return Prim(simple.get(kind, "json"))
 
-    def _object(self, document: _Document, schema: Mapping[str, Any], name: str) -> ObjectDef:
+    def _object(self, side: _Side, schema: Mapping[str, Any], name: str) -> ObjectDef:
         return ObjectDef(
-            name, clean_text(_str(schema.get("description"))), self._fields(document, schema, name)
+            name, clean_text(_str(schema.get("description"))), self._fields(side, schema, name)
         )
 
-    def _fields(
-        self, document: _Document, schema: Mapping[str, Any], parent: str
-    ) -> tuple[Field, ...]:
+    def _fields(self, side: _Side, schema: Mapping[str, Any], parent: str) -> tuple[Field, ...]:
         props = schema.get("properties")
         if not isinstance(props, Mapping):
             return ()
@@ -347,11 +334,11 @@ class _Builder:
         fields = []
         for key in order:
             sub = props[key]
-            node = self._convert(document, sub, _hint(parent).child(key))
+            node = self._convert(side, sub, _hint(parent).child(key))
             fields.append(Field(key, node, key in needed, field_doc(sub), _default(sub)))
         return tuple(fields)
 
-    def _merge_all_of(self, document: _Document, schema: object, depth: int = 0) -> object:
+    def _merge_all_of(self, side: _Side, schema: object, depth: int = 0) -> object:
         """Merge an `allOf` of object schemas (refs followed) into one object schema."""
         if not isinstance(schema, Mapping) or not isinstance(schema.get("allOf"), list | tuple):
             return schema
@@ -359,11 +346,11 @@ class _Builder:
         props: dict[str, Any] = {}
         required: list[Any] = []
         for member in [merged, *schema["allOf"]]:
-            part = self._follow(document, member)
+            part = self._follow(side, member)
             if part is not merged:
                 if depth > 16 or not isinstance(part, Mapping):
                     return schema
-                part = self._merge_all_of(document, part, depth + 1)
+                part = self._merge_all_of(side, part, depth + 1)
                 if not isinstance(part, Mapping) or not _is_object(part):
                     return schema
             props.update(part.get("properties") or {})
@@ -371,55 +358,53 @@ class _Builder:
         merged.update({"type": "object", "properties": props, "required": required})
         return merged
 
-    def _follow(self, document: _Document, schema: object) -> object:
+    def _follow(self, side: _Side, schema: object) -> object:
         """Follow a chain of `$ref` to the schema it ends at (None when it cannot be found)."""
         for _ in range(32):
             if not isinstance(schema, Mapping) or not isinstance(schema.get("$ref"), str):
                 return schema
-            schema = self._resolve(document, schema["$ref"])
+            schema = self._resolve(side, schema["$ref"])
         return None
 
     # -- references ---------------------------------------------------------------------
 
-    def _ref(self, document: _Document, ref: str) -> TypeNode:
+    def _ref(self, side: _Side, ref: str) -> TypeNode:
         if ref == "#":
             return self._convert(
-                document,
-                document.root,
-                _hint(self._bases[document.tool.name] + document.kind),
+                side,
+                side.root,
+                _hint(self._bases[side.tool.name] + side.kind),
                 pointer="#",
             )
         if not ref.startswith("#/"):
             return JSON  # a remote reference: not resolvable from the manifest
-        content_key = document.defs_keys.get(ref)
-        key = ("def", content_key) if content_key else (id_of(document), ref)
+        content_key = side.defs_keys.get(ref)
+        key = ("def", content_key) if content_key else (id_of(side), ref)
         if key in self._ref_names:
             return Named(self._ref_names[key])
-        target = self._resolve(document, ref)
+        target = self._resolve(side, ref)
         if target is None:
             return JSON
         base = camel(_last_segment(ref))
         if content_key is not None and len(self._def_name_keys.get(base, ())) > 1:
-            base = self._bases[document.tool.name] + base
+            base = self._bases[side.tool.name] + base
         name = self._reserve(_hint(base))
         self._ref_names[key] = name
-        self._define(document, target, name)
+        self._define(side, target, name)
         return Named(name)
 
-    def _define(self, document: _Document, schema: object, name: str) -> None:
-        schema = (
-            self._merge_all_of(document, schema) if isinstance(schema, Mapping | bool) else schema
-        )
+    def _define(self, side: _Side, schema: object, name: str) -> None:
+        schema = self._merge_all_of(side, schema) if isinstance(schema, Mapping | bool) else schema
         doc = clean_text(_str(schema.get("description"))) if isinstance(schema, Mapping) else ""
         if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
             kinds = schema.get("type", "object")
             if kinds == "object" and schema.get("nullable") is not True and schema["properties"]:
-                self._fill(name, self._object(document, schema, name))
+                self._fill(name, self._object(side, schema, name))
                 return
-        self._fill(name, AliasDef(name, doc, self._convert(document, schema, _hint(name))))
+        self._fill(name, AliasDef(name, doc, self._convert(side, schema, _hint(name))))
 
-    def _resolve(self, document: _Document, ref: str) -> Any:
-        node: Any = document.root
+    def _resolve(self, side: _Side, ref: str) -> Any:
+        node: Any = side.root
         for raw in ref[2:].split("/") if ref != "#" else ():
             part = unquote(raw).replace("~1", "/").replace("~0", "~")
             if isinstance(node, Mapping) and part in node:
@@ -453,7 +438,7 @@ def _default(schema: object) -> str | None:
     return None
 
 
-def _shared_shapes(documents: list[_Document]) -> dict[str, str]:
+def _shared_shapes(sides: list[_Side]) -> dict[str, str]:
     """Find inline object shapes (no `$ref` inside) used twice or more; name each.
 
     The name is the shape's `title` if any, else its property path where first met
@@ -483,14 +468,14 @@ def _shared_shapes(documents: list[_Document]) -> dict[str, str]:
                 for i, member in enumerate(members, 1):
                     walk(member, f"{path}{i}", False)
 
-    for document in documents:
-        walk(document.root, "", True)
+    for side in sides:
+        walk(side.root, "", True)
     return {key: names[key] for key, count in counts.items() if count > 1}
 
 
-def id_of(document: _Document) -> str:
-    """Return a stable identity for a document: tool name and kind."""
-    return f"{document.tool.name}\x00{document.kind}"
+def id_of(side: _Side) -> str:
+    """Return a stable identity for a side: tool name and kind."""
+    return f"{side.tool.name}\x00{side.kind}"
 
 
 def union(nodes: list[TypeNode]) -> TypeNode:

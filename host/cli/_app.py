@@ -415,7 +415,8 @@ def mcp_command(
     max_tool_calls: MaxToolCallsOption = 1_000,
     policy: PolicyOption = "python",
     yes: Annotated[
-        bool, typer.Option("--yes", help="Allow every 'ask' (otherwise each is denied).")
+        bool,
+        typer.Option("--yes", help="Allow every 'ask' (otherwise the MCP client is asked)."),
     ] = False,
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,

@@ -116,6 +116,12 @@ async def serve_mcp(plan: ServePlan, stopper: Stopper) -> None:
         async with stopper.watch(on_signal):
             with contextlib.redirect_stdout(sys.stderr):  # setup_registry hooks may print
                 registry = make_registry(plan.bindings, ask)
+            if (
+                not plan.yes
+            ):  # stdin is the MCP channel: an `ask` goes to the client, by elicitation
+                from host.mcp import elicitation_ask_handler
+
+                registry.ask_handler = elicitation_ask_handler()
             async with open_mcp(plan.servers, registry, plan.mcp_timeout_ms):
                 starting[0] = True
                 async with plan.runtime.runtime() as runtime:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
+from ._approvals import elicitation_ask_handler
 from ._client import (
     McpServers,
     McpServerSpec,
@@ -18,12 +19,19 @@ from ._client import (
     tool_name,
 )
 from ._config import McpServeConfig
-from ._exceptions import McpConfigError, McpError, McpServerError, McpUnavailableError
+from ._exceptions import (
+    ApprovalUnavailable,
+    McpConfigError,
+    McpError,
+    McpServerError,
+    McpUnavailableError,
+)
 from ._fastmcp import DshSandboxProvider
 from ._schema import loosen_schema
 from ._server import build_server, serve
 
 __all__ = (
+    "ApprovalUnavailable",
     "DshSandboxProvider",
     "McpConfigError",
     "McpError",
@@ -33,6 +41,7 @@ __all__ = (
     "McpServers",
     "McpUnavailableError",
     "build_server",
+    "elicitation_ask_handler",
     "load_mcp_config",
     "loosen_schema",
     "parse_mcp_option",

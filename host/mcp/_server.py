@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from host.mcp._approvals import Approvals
 from host.tools import RUN_CODE, Scope
 
 from ._config import McpServeConfig
@@ -16,7 +17,7 @@ from ._logs import LogForwarder
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
-    from mcp.types import CallToolResult, Tool
+    from mcp.types import CallToolResult, InputRequiredResult, Tool
 
     from host.codemode import CodeMode
     from runtime import Limits, RunResult, RunStats
@@ -159,6 +160,7 @@ def build_server(
     config = config or McpServeConfig()
     tools = _tools(codemode, scope)
     level = {"value": "debug"}
+    approvals = Approvals()
 
     async def on_list_tools(_ctx: Any, _params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=tools)
@@ -167,13 +169,21 @@ def build_server(
         level["value"] = params.level
         return EmptyResult()
 
-    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(
+        ctx: Any, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
         args = params.arguments or {}
         if params.name == RUN_CODE:
             code = args.get("code")
             if not isinstance(code, str):
                 return _text("Error: run_code needs `code`, a string", error=True)
-            return await _run_code(codemode, code, scope, ctx, config, level["value"])
+            answer: CallToolResult | InputRequiredResult = await approvals.handle(
+                ctx,  # an `ask` in the run goes to this client, by elicitation
+                params,
+                lambda: _run_code(codemode, code, scope, ctx, config, level["value"]),
+                unknown=_text("Error: unknown or expired requestState", error=True),
+            )
+            return answer
         if params.name == GET_TOOL_SCHEMA:
             return _get_tool_schema(codemode, scope, args.get("name"))
         if params.name == LIST_TOOLS:
@@ -190,6 +200,7 @@ def build_server(
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
             on_set_logging_level=on_set_level,
+            lifespan=approvals.lifespan,
         )
 
 

@@ -267,6 +267,10 @@ class CgroupSet:
             time.sleep(0.005)
         for base in self.bases.values():
             with contextlib.suppress(OSError):
+                for sub in os.listdir(base):  # a run whose release its ending loop cut short
+                    if sub.startswith("run-"):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(os.path.join(base, sub))
                 os.rmdir(base)
 
 

@@ -42,7 +42,9 @@ def test_prepare_and_start_are_read_in_order_however_they_arrive(cuts: list[int]
         assert bridge.read_first(Prepare) == _PREPARE
         assert bridge.read_first(Start) == _START
         # everything was in the pipe before the first read, so the reply came with it
-        assert [msgspec.json.decode(b, type=Reply) for b in bridge._read_ahead] == [Reply(id=1, value=2)]
+        assert [msgspec.json.decode(b, type=Reply) for b in bridge._read_ahead] == [
+            Reply(id=1, value=2)
+        ]
     finally:
         os.close(r)
         os.close(w)

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import host.mcp
-from host.mcp import McpConfigError, McpError, McpServerError, McpUnavailableError
+from host.mcp import (
+    ApprovalUnavailable,
+    McpConfigError,
+    McpError,
+    McpServerError,
+    McpUnavailableError,
+)
 
 
 def test_every_exception_of_the_package_derives_from_one_base() -> None:
@@ -12,7 +18,13 @@ def test_every_exception_of_the_package_derives_from_one_base() -> None:
         for name in host.mcp.__all__
         if isinstance(obj := getattr(host.mcp, name), type) and issubclass(obj, BaseException)
     ]
-    assert set(exported) == {McpError, McpConfigError, McpServerError, McpUnavailableError}
+    assert set(exported) == {
+        McpError,
+        McpConfigError,
+        McpServerError,
+        McpUnavailableError,
+        ApprovalUnavailable,
+    }
     assert all(issubclass(cls, McpError) for cls in exported)
     assert issubclass(McpUnavailableError, ImportError)
     assert issubclass(McpConfigError, ValueError)

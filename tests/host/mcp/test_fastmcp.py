@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import psutil
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.experimental.transforms.code_mode import CodeMode, SandboxProvider
 
+from host.adapters import shared_runtime
 from host.mcp import DshSandboxProvider
 
 pytestmark = [
@@ -125,3 +129,106 @@ async def test_the_wall_clock_limit_kills_the_child(provider: DshSandboxProvider
         assert "wall-clock limit" in slow.content[0].text  # FastMCP's own message
         again = await client.call_tool("execute", {"code": "return 7"})
         assert again.content[0].text == "7"
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+async def test_a_failed_call_reads_as_the_plain_message(provider: DshSandboxProvider) -> None:
+    async with Client(_server(provider)) as client:
+        caught = await client.call_tool(
+            "execute",
+            {
+                "code": (
+                    "try:\n"
+                    "    await call_tool('no_such_tool', {})\n"
+                    "except ToolCallError as exc:\n"
+                    "    return [str(exc), exc.tool, exc.code, type(exc).__name__]"
+                )
+            },
+        )
+    assert json.loads(caught.content[0].text) == [
+        "Unknown tool: no_such_tool",
+        "call_tool",
+        "UNKNOWN_TOOL",
+        "ToolCallError",
+    ]
+
+
+async def test_a_cancelled_external_function_cleans_up_with_awaits(
+    provider: DshSandboxProvider,
+) -> None:
+    server: FastMCP[Any] = FastMCP(
+        "hang", transforms=[CodeMode(sandbox_provider=provider, wall_clock_timeout_secs=1)]
+    )
+    started = anyio.Event()
+    cleaned: list[str] = []
+
+    @server.tool
+    async def hang() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            await anyio.sleep(0)  # a cleanup that awaits: cancelled again, it never ends
+            await anyio.sleep(0.01)
+            cleaned.append("done")
+        return "never"
+
+    async with Client(server) as client:
+        failed = await client.call_tool(
+            "execute", {"code": "await call_tool('hang', {})"}, raise_on_error=False
+        )
+    assert started.is_set()
+    assert failed.is_error is True and "wall-clock limit" in failed.content[0].text
+    assert cleaned == ["done"]  # before execute returned
+
+
+async def test_a_short_wall_clock_limit_cannot_starve_the_cold_start(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    provider = DshSandboxProvider()
+    server: FastMCP[Any] = FastMCP(
+        "quick", transforms=[CodeMode(sandbox_provider=provider, wall_clock_timeout_secs=0.01)]
+    )
+    async with Client(server) as client:
+        await client.call_tool("execute", {"code": "return 7"}, raise_on_error=False)  # times out
+        # the start went on without the cancelled caller: the runtime is started, not reset
+        runtime = await shared_runtime(max_concurrent_runs=provider.max_concurrent_runs)
+        assert runtime.containment and runtime.isolation in ("namespaces", "process")
+        outcomes: list[bool] = []
+        for _ in range(100):
+            result = await client.call_tool("execute", {"code": "return 7"}, raise_on_error=False)
+            outcomes.append(not result.is_error)
+            if outcomes[-1]:
+                break
+    assert outcomes[-1] is True, f"no run within the limit in {len(outcomes)} attempts"
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+async def test_sixteen_runs_run_at_once() -> None:
+    provider = DshSandboxProvider()
+    arrived = 0
+    everyone = anyio.Event()
+
+    async def arrive() -> int:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 16:
+            everyone.set()
+        await everyone.wait()  # a barrier: with fewer than 16 runs at once it never opens
+        return arrived
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for _ in range(16):
+                tg.start_soon(
+                    functools.partial(
+                        provider.run, "return await arrive()", external_functions={"arrive": arrive}
+                    )
+                )
+    assert arrived == 16
+    with pytest.raises(ValueError, match="max_concurrent_runs"):
+        DshSandboxProvider(max_concurrent_runs=0)

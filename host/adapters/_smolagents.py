@@ -1,0 +1,113 @@
+"""``DshExecutor``: smolagents' ``PythonExecutor`` on dsh-code (each step a run in a fresh child)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from host.adapters._steps import Steps, SyncSteps, ToolSpec, make_limits
+
+if TYPE_CHECKING:
+    from host.sandbox import SubprocessRuntime
+    from runtime import Limits
+
+__all__ = ("DshExecutor",)
+
+_registered = False
+
+
+def _register() -> None:
+    """Make ``DshExecutor`` a ``smolagents.PythonExecutor`` (a virtual subclass of the ABC)."""
+    global _registered
+    if not _registered:
+        try:
+            from smolagents.local_python_executor import PythonExecutor
+        except ImportError as exc:
+            raise ImportError(
+                "host.adapters.smolagents needs smolagents: pip install 'dsh-code[smolagents]'"
+            ) from exc
+        PythonExecutor.register(DshExecutor)
+        _registered = True
+
+
+def _tool_spec(tool: Any) -> ToolSpec:
+    params = tuple(getattr(tool, "inputs", None) or ())
+    return ToolSpec(tool, params)
+
+
+class DshExecutor:
+    """A smolagents executor: ``CodeAgent(tools=..., model=..., executor=DshExecutor())``.
+
+    Each step runs in a fresh contained child within one session, so variables, functions
+    and imports survive from step to step; tools stay on the host and are called from the
+    program by name (positionally or by keyword); ``final_answer(...)`` ends the step as
+    the answer. A failed step raises ``InterpreterError`` with the program's traceback,
+    which CodeAgent shows the model. Limits: ``limits`` or each one as an argument.
+    ``cleanup()`` (CodeAgent's ``with`` or ``agent.cleanup()``) ends every process; so does
+    garbage collection.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        compute_ms: int | None = None,
+        max_wall_ms: int | None = None,
+        max_heap_mb: int | None = None,
+        max_output_bytes: int | None = None,
+        max_parallel_sub_calls: int | None = None,
+        max_state_bytes: int | None = None,
+        runtime: SubprocessRuntime | None = None,
+        runtime_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        _register()
+        self.limits = make_limits(
+            limits,
+            compute_ms=compute_ms,
+            max_wall_ms=max_wall_ms,
+            max_heap_mb=max_heap_mb,
+            max_output_bytes=max_output_bytes,
+            max_parallel_sub_calls=max_parallel_sub_calls,
+        )
+        self._steps = SyncSteps(
+            Steps(
+                self.limits,
+                runtime=runtime,
+                max_state_bytes=max_state_bytes,
+                runtime_options=runtime_options,
+            )
+        )
+        self._tools: dict[str, ToolSpec] = {}
+        self._variables: dict[str, Any] = {}
+        self.state: dict[str, Any] = {"_print_outputs": ""}
+        """What CodeAgent reads after a failed step: ``_print_outputs``, the logs so far."""
+
+    def send_tools(self, tools: Mapping[str, Any]) -> None:
+        """The tools (and managed agents) the program may call, by name."""
+        self._tools = {name: _tool_spec(tool) for name, tool in tools.items()}
+
+    def send_variables(self, variables: Mapping[str, Any]) -> None:
+        """Variables the next step starts with (pickled into its child)."""
+        self._variables.update(variables)
+
+    def __call__(self, code_action: str) -> Any:
+        """Run one step: ``CodeOutput(output, logs, is_final_answer)``, or ``InterpreterError``."""
+        from smolagents.local_python_executor import CodeOutput, InterpreterError
+
+        outcome = self._steps.run(
+            code_action,
+            self._tools,
+            final="final_answer" if "final_answer" in self._tools else None,
+            variables=self._variables,
+        )
+        self.state["_print_outputs"] = outcome.logs
+        if outcome.error is not None and not outcome.is_final_answer:
+            raise InterpreterError(outcome.error)
+        self._variables = {}  # the session carries them now
+        return CodeOutput(
+            output=outcome.output, logs=outcome.logs, is_final_answer=outcome.is_final_answer
+        )
+
+    def cleanup(self) -> None:
+        """End every process of this executor and its thread (CodeAgent calls it)."""
+        self._steps.close()

@@ -1,0 +1,156 @@
+"""DshExecutor under smolagents' real CodeAgent, driven by a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from smolagents import CodeAgent, tool
+from smolagents.local_python_executor import PythonExecutor
+from smolagents.models import ChatMessage, MessageRole, Model
+
+from host.adapters.smolagents import DshExecutor
+from tests.host.adapters.support import children, left_behind
+
+pytestmark = pytest.mark.timeout(120)
+
+CALLS: list[str] = []
+
+
+@tool  # type: ignore[untyped-decorator]
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first
+        b: the second
+    """
+    CALLS.append(f"add({a}, {b})")
+    return a + b
+
+
+@tool  # type: ignore[untyped-decorator]
+def lookup(key: str) -> str:
+    """Look a key up; fails for unknown keys.
+
+    Args:
+        key: the key
+    """
+    CALLS.append(f"lookup({key})")
+    if key != "pi":
+        raise KeyError(f"no such key: {key}")
+    return "3.14159"
+
+
+class Scripted(Model):  # type: ignore[misc]
+    """A model that answers each step with the next scripted program."""
+
+    def __init__(self, programs: list[str]) -> None:
+        super().__init__(model_id="scripted")
+        self.programs = list(programs)
+        self.seen: list[str] = []
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        self.seen.append(str(messages[-1].content if messages else ""))
+        code = self.programs.pop(0)
+        return ChatMessage(
+            role=MessageRole.ASSISTANT, content=f"Thought: on.\n<code>\n{code}\n</code>"
+        )
+
+
+@pytest.fixture
+def before() -> Iterator[set[int]]:
+    CALLS.clear()
+    pids = children()
+    yield pids
+    assert not left_behind(pids), "a process of the executor outlived the agent"
+
+
+def _agent(model: Model, executor: DshExecutor, **kwargs: Any) -> CodeAgent:
+    return CodeAgent(
+        tools=[add, lookup], model=model, executor=executor, verbosity_level=0, **kwargs
+    )
+
+
+def test_two_steps_share_variables_and_call_tools_on_the_host(before: set[int]) -> None:
+    model = Scripted(
+        [
+            "import math\nx = add(2, 3)\nprint('x is', x)\nx * 2",
+            "y = add(x, b=10)\nfinal_answer([y, float(lookup('pi')), math.floor(2.5)])",
+        ]
+    )
+    executor = DshExecutor()
+    assert isinstance(executor, PythonExecutor)
+    with _agent(model, executor) as agent:
+        answer = agent.run("compute")
+        steps = agent.memory.steps[1:]
+        assert answer == [15, 3.14159, 2]
+        assert CALLS == ["add(2, 3)", "add(5, 10)", "lookup(pi)"]  # run here, in the host
+        assert "x is 5" in steps[0].observations and "10" in steps[0].observations
+        assert steps[0].action_output == 10  # the last expression
+    # CodeAgent's `with` called cleanup(): no process left (the fixture checks)
+
+
+def test_a_tool_failure_reaches_the_model_with_the_traceback_and_it_recovers(
+    before: set[int],
+) -> None:
+    model = Scripted(
+        [
+            "print('before')\nvalue = lookup('tau')",
+            "try:\n    lookup('tau')\nexcept ToolCallError as exc:\n    print('caught', exc.code)\n"
+            "final_answer(lookup('pi'))",
+        ]
+    )
+    with _agent(model, DshExecutor()) as agent:
+        assert agent.run("find pi") == "3.14159"
+        failed = agent.memory.steps[1]
+        assert failed.error is not None
+        text = str(failed.error)
+        assert 'File "<program>", line 2' in text  # the model's own line numbers
+        assert "no such key: tau" in text and "ToolCallError" in text
+        assert "before" in (failed.observations or "")  # the logs so far
+        assert "no such key: tau" in model.seen[1]  # what the model read next
+        assert "caught TOOL_ERROR" in agent.memory.steps[2].observations
+
+
+def test_a_budget_overrun_is_reported_to_the_model(before: set[int]) -> None:
+    model = Scripted(["while True:\n    pass", "final_answer('gave up')"])
+    with _agent(model, DshExecutor(compute_ms=300)) as agent:
+        assert agent.run("spin") == "gave up"
+        error = str(agent.memory.steps[1].error)
+        assert "budget" in error and "compute" in error
+        assert "budget" in model.seen[1]
+
+
+def test_variables_sent_seed_the_session_and_unkept_ones_are_named(before: set[int]) -> None:
+    model = Scripted(
+        ["f = open('/dev/null')\nn = limit + 1", "final_answer([n, limit, 'f' in globals()])"]
+    )
+    with _agent(model, DshExecutor()) as agent:
+        assert agent.run("go", additional_args={"limit": 41}) == [42, 41, False]
+        assert "variable 'f' is not kept" in agent.memory.steps[1].observations
+
+
+def test_it_runs_inside_a_running_event_loop_and_is_collected_without_cleanup(
+    before: set[int],
+) -> None:
+    async def main() -> Any:
+        model = Scripted(["final_answer(add(1, 2))"])
+        agent = _agent(model, DshExecutor())
+        return agent.run("go")  # smolagents blocks: our loop is on a thread of its own
+
+    assert asyncio.run(main()) == 3
+    # no cleanup(): the executor was collected with the agent (the fixture checks)
+
+
+def test_limits_are_arguments() -> None:
+    executor = DshExecutor(compute_ms=1000, max_wall_ms=2000, max_heap_mb=64)
+    try:
+        assert (executor.limits.compute_ms, executor.limits.max_wall_ms) == (1000, 2000)
+        assert executor.limits.max_heap_mb == 64
+        with pytest.raises(ValueError, match="compute_ms"):
+            DshExecutor(compute_ms=0)
+    finally:
+        executor.cleanup()
