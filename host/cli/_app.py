@@ -16,17 +16,23 @@ from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageFailure
 from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption, McpUsageError
 from host.cli._options import (
     DEFAULTS,
+    MAX_STATE_BYTES,
     MCP_WALL_MS,
     BindingsOption,
+    CallStyleOption,
     ComputeMsOption,
     IsolationOption,
     MaxHeapMbOption,
     MaxOutputBytesOption,
     MaxParallelSubCallsOption,
     MaxProcessesOption,
+    MaxStateBytesOption,
     MaxToolCallsOption,
     NoCgroupsOption,
     PolicyOption,
+    PreloadOption,
+    RayOption,
+    SessionOption,
     WallMsOption,
 )
 from host.cli._output import (
@@ -40,6 +46,7 @@ from host.cli._output import (
 )
 from host.cli._session_log import LogFileError, SessionLog
 from host.cli._setup import (
+    CALL_STYLES,
     POLICIES,
     RuntimeOptions,
     check_choice,
@@ -187,15 +194,24 @@ def run(
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,
     no_cgroups: NoCgroupsOption = False,
+    call_style: CallStyleOption = "async",
+    preload: PreloadOption = [],  # noqa: B006
+    ray: RayOption = None,
+    session_file: SessionOption = None,
+    max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
-    from host.cli._run import RunOutcome, RunPlan, aborted_json, execute
+    from host.cli._run import RunOutcome, RunPlan, aborted_json, execute, load_state, save_state
 
     reset_json()
     check_choice("--policy", policy, POLICIES)
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
+    check_choice("--call-style", call_style, CALL_STYLES)
     if yes and no:
         raise UsageFailure("--yes and --no exclude each other")
+    if session_file is not None and ray is not None:
+        raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
+    state = load_state(session_file, max_state_bytes)  # None without --session
+    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
     stopper = _stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
@@ -210,6 +226,7 @@ def run(
     config = CodeModeConfig(
         limits=limits,
         policy="restricted" if policy == "restricted" else "python",
+        call_style="sync" if call_style == "sync" else "async",
         max_tool_calls=max_tool_calls,
         preflight_check=check,
     )
@@ -223,6 +240,7 @@ def run(
         servers,
         mcp_timeout_ms,
         runtime_options,
+        state,
     )
     outcome = RunOutcome()
 
@@ -246,11 +264,16 @@ def run(
         raise failure
     if log_error is not None:
         sys.stderr.write(f"dsh-code: {log_error}\n")
-    _report(outcome, json_output, log_error, emit)
+    save_error = save_state(state, outcome)
+    if save_error is not None:
+        sys.stderr.write(f"dsh-code: {save_error}\n")
+    _report(outcome, json_output, log_error, emit, save_error)
 
 
-def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -> None:
-    from host.cli._run import aborted_json, render_failure, render_value
+def _report(
+    outcome: Any, json_output: bool, log_error: str | None, emit: Any, save_error: str | None
+) -> None:
+    from host.cli._run import aborted_json, render_dropped, render_failure, render_value
 
     result, signum = outcome.result, outcome.signum
     if result is None:
@@ -269,17 +292,21 @@ def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -
         obj = result.to_json()
         if log_error is not None:
             obj["log_error"] = log_error
+        if save_error is not None:
+            obj["session_error"] = save_error
         emit(obj)
     else:
         terminal = is_terminal(result_stream())
         if result.error is None:
             if result.has_value:
                 write_result(render_value(result.value, terminal=terminal) + "\n")
+            if result.state_dropped:
+                sys.stderr.write(render_dropped(result.state_dropped) + "\n")
         else:
             sys.stderr.write(render_failure(result.error, terminal=is_terminal(sys.stderr)) + "\n")
     if signum is not None:
         raise typer.Exit(exit_code_for(signum))
-    raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
+    raise typer.Exit(EXIT_OK if result.ok and save_error is None else EXIT_FAILED)
 
 
 def _name(signum: int) -> str:
@@ -301,16 +328,25 @@ def sdk(
     ] = None,
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    call_style: CallStyleOption = "async",
 ) -> None:
     """Print the SDK the model would read for the bindings' and MCP servers' tools."""
     import sdkgen
 
     check_choice("--lang", lang, ("python", "typescript"))
+    check_choice("--call-style", call_style, CALL_STYLES)
+    if lang == "typescript" and call_style == "sync":
+        raise UsageFailure(
+            "--call-style sync is for --lang python (TypeScript calls return promises)"
+        )
     with stdout_to_stderr():
         loaded = load_tools(bindings)
         registry = make_registry(loaded, None, mcp_tools(mcp, mcp_config))
     manifest = registry.manifest()
-    text = sdkgen.python_sdk(manifest) if lang == "python" else sdkgen.typescript_sdk(manifest)
+    if lang == "python":
+        text = sdkgen.python_sdk(manifest, call_style="sync" if call_style == "sync" else "async")
+    else:
+        text = sdkgen.typescript_sdk(manifest)
     if check is not None:
         try:
             current = check.read_text(encoding="utf-8")
@@ -359,16 +395,18 @@ def check_command(
     bindings: BindingsOption = [],  # noqa: B006
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    call_style: CallStyleOption = "async",
 ) -> None:
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
     import sdkgen
 
+    check_choice("--call-style", call_style, CALL_STYLES)
     with stdout_to_stderr():
         source = read_program(program)
         loaded = load_tools(bindings)
         manifest = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).manifest()
     try:
-        diagnostics = sdkgen.check_program(source, manifest)
+        diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
     except sdkgen.SdkgenError as exc:
         raise UsageFailure(str(exc)) from None
     if diagnostics:
@@ -420,27 +458,33 @@ def mcp_command(
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,
     no_cgroups: NoCgroupsOption = False,
+    call_style: CallStyleOption = "async",
+    preload: PreloadOption = [],  # noqa: B006
+    ray: RayOption = None,
+    max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
 
     check_choice("--policy", policy, POLICIES)
+    check_choice("--call-style", call_style, CALL_STYLES)
     if not bindings and not mcp and mcp_config is None:
         raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
     if http is not None and token is not None and not no_auth and len(token) < 16:
         raise UsageFailure("--token must be at least 16 characters")
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     from host.mcp import McpUnavailableError, require_mcp
 
     try:
         require_mcp()
     except McpUnavailableError as exc:
         raise UsageFailure(str(exc)) from None
+    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = CodeModeConfig(
         limits=_limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls),
         policy="restricted" if policy == "restricted" else "python",
+        call_style="sync" if call_style == "sync" else "async",
         max_tool_calls=max_tool_calls,
     )
     plan = ServePlan(
@@ -453,6 +497,7 @@ def mcp_command(
         token=None if no_auth or http is None else (token or _new_token()),
         token_generated=http is not None and not no_auth and token is None,
         runtime=runtime_options,
+        max_state_bytes=max_state_bytes,
     )
     stopper = _stopper()
     try:

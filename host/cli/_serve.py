@@ -21,8 +21,8 @@ from host.codemode import CodeModeConfig
 if TYPE_CHECKING:
     from host.cli._bindings import Bindings
     from host.mcp import McpServerSpec
-    from host.sandbox import SubprocessRuntime
     from host.tools import ToolRegistry
+    from runtime import CodeRuntime
 
 __all__ = ("ServePlan", "serve_mcp")
 
@@ -40,6 +40,7 @@ class ServePlan:
     token: str | None
     token_generated: bool
     runtime: RuntimeOptions
+    max_state_bytes: int
 
 
 def _say(text: str) -> None:
@@ -81,7 +82,7 @@ def _announce(plan: ServePlan, tools: str) -> Callable[[str], None]:
     return ready
 
 
-async def _serve(plan: ServePlan, registry: ToolRegistry, runtime: SubprocessRuntime) -> None:
+async def _serve(plan: ServePlan, registry: ToolRegistry, runtime: CodeRuntime) -> None:
     from host.codemode import CodeMode
     from host.mcp import McpServeConfig, serve
 
