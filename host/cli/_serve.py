@@ -89,7 +89,9 @@ async def _serve(plan: ServePlan, registry: ToolRegistry, runtime: CodeRuntime) 
     codemode = CodeMode(registry, runtime, plan.config)
     count = len(registry.manifest())
     ready = _announce(plan, f"{count} tool{'s' if count != 1 else ''}")
-    config = McpServeConfig(http_port=plan.http_port, token=plan.token)
+    config = McpServeConfig(
+        http_port=plan.http_port, token=plan.token, max_state_bytes=plan.max_state_bytes
+    )
     fds = _stdio_fds() if plan.http_port is None else None
     try:
         await serve(codemode, config, on_ready=ready, stdio_fds=fds)
