@@ -1,4 +1,4 @@
-"""The ``dsh-code`` commands: run, sdk, tools, check, mcp."""
+"""The ``dsh-code`` commands: run, repl, sdk, tools, check, mcp."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import anyio
 import typer
 
 from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageFailure
-from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption, McpUsageError
+from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption
 from host.cli._options import (
     DEFAULTS,
     MAX_STATE_BYTES,
@@ -44,21 +44,23 @@ from host.cli._output import (
     write_json,
     write_result,
 )
+from host.cli._repl_command import repl
 from host.cli._session_log import LogFileError, SessionLog
 from host.cli._setup import (
     CALL_STYLES,
     POLICIES,
     RuntimeOptions,
     check_choice,
+    limits_of,
     load_tools,
     make_registry,
     mcp_servers,
     mcp_tools,
     read_program,
+    unwrap_usage,
 )
-from host.cli._signals import Stopper, exit_code_for
+from host.cli._signals import STOPPER, current_stopper, exit_code_for
 from host.codemode import CodeModeConfig
-from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
 __all__ = ("STOPPER", "app")
 
@@ -85,15 +87,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
-#: Where signals go; ``host.cli.main`` installs its own before the commands run.
-STOPPER: list[Stopper] = []
-
-
-def _stopper() -> Stopper:
-    if not STOPPER:
-        STOPPER.append(Stopper())
-    return STOPPER[0]
-
 
 @app.callback()
 def _main(
@@ -119,43 +112,6 @@ def _usage_errors(command: Callable[..., None]) -> Callable[..., None]:
             raise typer.Exit(EXIT_USAGE) from None
 
     return checked
-
-
-def _limits(
-    compute_ms: int,
-    wall_ms: int,
-    max_output_bytes: int,
-    max_heap_mb: int,
-    max_parallel_sub_calls: int,
-) -> Limits:
-    return Limits(
-        compute_ms=compute_ms,
-        max_wall_ms=wall_ms,
-        max_output_bytes=max_output_bytes,
-        max_heap_mb=max_heap_mb,
-        max_parallel_sub_calls=max_parallel_sub_calls,
-    )
-
-
-def _unwrap_usage(exc: BaseException) -> UsageFailure | None:
-    """A usage error hidden in an exception group (a task group re-raises what it caught)."""
-    import sdkgen
-    from host.mcp import McpError
-
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _unwrap_usage(inner)
-            if found is not None:
-                return found
-        return None
-    if isinstance(exc, UsageFailure):
-        return exc
-    if isinstance(
-        exc,
-        McpUsageError | McpError | RuntimeUsageError | RuntimeEnvironmentError | sdkgen.SdkgenError,
-    ):
-        return UsageFailure(str(exc))
-    return None
 
 
 @app.command()
@@ -212,12 +168,12 @@ def run(
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
-    stopper = _stopper()
+    stopper = current_stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
         loaded = load_tools(bindings)
     servers = mcp_servers(mcp, mcp_config)
-    limits = _limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls)
+    limits = limits_of(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls)
     decide = True if yes else False if no else None
     try:
         session = SessionLog(log) if log is not None else None
@@ -254,7 +210,7 @@ def run(
         with stdout_to_stderr(), stopper.event_loop():
             anyio.run(execute, plan, stopper, outcome)
     except BaseException as exc:
-        failure = _unwrap_usage(exc)
+        failure = unwrap_usage(exc)
         if failure is None:
             raise
     finally:
@@ -313,6 +269,9 @@ def _name(signum: int) -> str:
     from host.cli._signals import signal_name
 
     return signal_name(signum)
+
+
+app.command("repl")(_usage_errors(repl))
 
 
 @app.command()
@@ -482,7 +441,9 @@ def mcp_command(
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = CodeModeConfig(
-        limits=_limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls),
+        limits=limits_of(
+            compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls
+        ),
         policy="restricted" if policy == "restricted" else "python",
         call_style="sync" if call_style == "sync" else "async",
         max_tool_calls=max_tool_calls,
@@ -499,12 +460,12 @@ def mcp_command(
         runtime=runtime_options,
         max_state_bytes=max_state_bytes,
     )
-    stopper = _stopper()
+    stopper = current_stopper()
     try:
         with stdout_to_stderr(), stopper.event_loop():
             anyio.run(serve_mcp, plan, stopper)
     except BaseException as exc:
-        failure = _unwrap_usage(exc)
+        failure = unwrap_usage(exc)
         if failure is None:
             raise
         raise failure from None

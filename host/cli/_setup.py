@@ -12,6 +12,7 @@ from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_binding
 from host.cli._errors import UsageFailure
 from host.cli._mcp import McpUsageError, mcp_definitions, mcp_specs
 from host.tools import ToolDefinition, ToolRegistry, ToolsConfig, ToolsError
+from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
 if TYPE_CHECKING:
     from host.mcp import McpServerSpec
@@ -25,11 +26,13 @@ __all__ = (
     "RuntimeOptions",
     "SessionRuntime",
     "check_choice",
+    "limits_of",
     "load_tools",
     "make_registry",
     "mcp_servers",
     "mcp_tools",
     "read_program",
+    "unwrap_usage",
 )
 
 POLICIES: Final = ("python", "restricted")
@@ -200,3 +203,41 @@ def make_registry(
                 f"{SETUP_HOOK}() of a bindings file failed: {type(exc).__name__}: {exc}"
             ) from None
     return registry
+
+
+def limits_of(
+    compute_ms: int,
+    wall_ms: int,
+    max_output_bytes: int,
+    max_heap_mb: int,
+    max_parallel_sub_calls: int,
+) -> Limits:
+    """The limits the flags give."""
+    return Limits(
+        compute_ms=compute_ms,
+        max_wall_ms=wall_ms,
+        max_output_bytes=max_output_bytes,
+        max_heap_mb=max_heap_mb,
+        max_parallel_sub_calls=max_parallel_sub_calls,
+    )
+
+
+def unwrap_usage(exc: BaseException) -> UsageFailure | None:
+    """A usage error hidden in an exception group (a task group re-raises what it caught)."""
+    import sdkgen
+    from host.mcp import McpError
+
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = unwrap_usage(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, UsageFailure):
+        return exc
+    if isinstance(
+        exc,
+        McpUsageError | McpError | RuntimeUsageError | RuntimeEnvironmentError | sdkgen.SdkgenError,
+    ):
+        return UsageFailure(str(exc))
+    return None
