@@ -11,7 +11,15 @@ import pytest
 
 from host.cli._repl import needs_more
 
-from .support import Terminal, WorkdirWatch, descendants, gone, wait_until, workdirs
+from .support import (
+    Terminal,
+    WorkdirWatch,
+    descendants,
+    gone,
+    sweep,
+    wait_until,
+    workdirs,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,19 +58,20 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def open_terminals() -> Iterator[list[Terminal]]:
-    started: list[Terminal] = []
+def open_terminals() -> Iterator[list[tuple[Terminal, WorkdirWatch]]]:
+    started: list[tuple[Terminal, WorkdirWatch]] = []
     yield started
-    for terminal in started:
+    for terminal, watch in started:
         terminal.close()
+        sweep(*watch.stop())  # only after a failed test: a clean end removes its own
 
 
 def _repl(
-    started: list[Terminal], home: Path, *args: str, columns: int = 100
+    started: list[tuple[Terminal, WorkdirWatch]], home: Path, *args: str
 ) -> tuple[Terminal, WorkdirWatch]:
-    terminal = Terminal.start("repl", *args, columns=columns, HOME=str(home))
-    started.append(terminal)
+    terminal = Terminal.start("repl", *args, HOME=str(home))
     watch = WorkdirWatch(terminal.process.pid)
+    started.append((terminal, watch))
     terminal.wait_raw(PROMPT)
     return terminal, watch
 
@@ -85,7 +94,7 @@ def _end(terminal: Terminal, watch: WorkdirWatch) -> None:
 
 
 def test_inputs_share_variables_and_the_screen_shows_each_result(
-    tools: Path, home: Path, open_terminals: list[Terminal]
+    tools: Path, home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
     terminal, watch = _repl(open_terminals, home, "-b", str(tools), "--yes")
     assert any("dsh-code repl: 2 tools; each input runs" in line for line in terminal.lines())
@@ -115,7 +124,7 @@ def test_inputs_share_variables_and_the_screen_shows_each_result(
 
 
 def test_ctrl_c_aborts_a_long_run_then_cancels_an_input(
-    tools: Path, home: Path, open_terminals: list[Terminal]
+    tools: Path, home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
     terminal, watch = _repl(open_terminals, home, "-b", str(tools))
     _type(terminal, "kept = 'still here'")
@@ -139,7 +148,7 @@ def test_ctrl_c_aborts_a_long_run_then_cancels_an_input(
 
 
 def test_an_ask_is_answered_at_the_prompt(
-    tools: Path, home: Path, open_terminals: list[Terminal]
+    tools: Path, home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
     terminal, watch = _repl(open_terminals, home, "-b", str(tools))
     terminal.process.send("await tools.shout(text='hi')\r")
@@ -151,7 +160,7 @@ def test_an_ask_is_answered_at_the_prompt(
 
 
 def test_the_session_file_carries_variables_across_repls(
-    tools: Path, home: Path, tmp_path: Path, open_terminals: list[Terminal]
+    tools: Path, home: Path, tmp_path: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
     state = tmp_path / "repl.state"
     terminal, watch = _repl(open_terminals, home, "--session", str(state), "--no-history")
@@ -168,7 +177,7 @@ def test_the_session_file_carries_variables_across_repls(
 
 
 def test_call_style_sync_in_the_repl(
-    tools: Path, home: Path, open_terminals: list[Terminal]
+    tools: Path, home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
     terminal, watch = _repl(open_terminals, home, "-b", str(tools), "--call-style", "sync")
     _type(terminal, "n = tools.add(a=2, b=3)")
@@ -177,7 +186,9 @@ def test_call_style_sync_in_the_repl(
     _end(terminal, watch)
 
 
-def test_up_arrow_recalls_the_last_input(home: Path, open_terminals: list[Terminal]) -> None:
+def test_up_arrow_recalls_the_last_input(
+    home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
+) -> None:
     terminal, watch = _repl(open_terminals, home)
     _type(terminal, "40 + 2")
     _type(terminal, "\x1b[A")  # up: the last line again
@@ -185,7 +196,9 @@ def test_up_arrow_recalls_the_last_input(home: Path, open_terminals: list[Termin
     _end(terminal, watch)
 
 
-def test_sigterm_ends_the_repl_and_its_run(home: Path, open_terminals: list[Terminal]) -> None:
+def test_sigterm_ends_the_repl_and_its_run(
+    home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
+) -> None:
     terminal, watch = _repl(open_terminals, home)
     terminal.process.send("import time; time.sleep(60)\r")
     assert wait_until(lambda: bool(workdirs(descendants(terminal.process.pid))))
