@@ -157,7 +157,15 @@ def run(
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
-    from host.cli._run import RunOutcome, RunPlan, aborted_json, execute, load_state, save_state
+    from host.cli._run import (
+        RunOutcome,
+        RunPlan,
+        aborted_json,
+        execute,
+        load_state,
+        save_state,
+        state_hint,
+    )
 
     reset_json()
     check_choice("--policy", policy, POLICIES)
@@ -223,6 +231,9 @@ def run(
     save_error = save_state(state, outcome)
     if save_error is not None:
         sys.stderr.write(f"dsh-code: {save_error}\n")
+    hint = state_hint(outcome.result.error if outcome.result else None, session_file)
+    if hint is not None and not json_output:
+        sys.stderr.write(hint + "\n")
     _report(outcome, json_output, log_error, emit, save_error)
 
 

@@ -32,7 +32,7 @@ import msgspec
 
 from host.cli._output import is_terminal, result_stream, write_result
 from host.cli._repl_engine import Question, ReplEngine, ReplPlan
-from host.cli._run import render_dropped, render_failure, render_value
+from host.cli._run import render_dropped, render_failure, render_value, state_hint
 from host.cli._session_file import SessionFileError, write_session_file
 from host.cli._signals import SIGNALS, Stopper, exit_code_for, signal_name
 from runtime import RunResult
@@ -307,6 +307,9 @@ class _Repl:
             self.save()
         else:
             _say(render_failure(result.error, terminal=is_terminal(sys.stderr)))
+            hint = state_hint(result.error, self.plan.session_file)
+            if hint is not None:
+                _say(hint)
 
     def save(self) -> None:
         path, session = self.plan.session_file, self.engine.session

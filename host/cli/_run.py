@@ -42,6 +42,7 @@ __all__ = (
     "render_dropped",
     "run_with_display",
     "save_state",
+    "state_hint",
 )
 
 
@@ -84,6 +85,17 @@ def save_state(plan: SessionPlan | None, outcome: RunOutcome) -> str | None:
     except SessionFileError as exc:
         return str(exc)
     return None
+
+
+def state_hint(error: RunError | None, path: Path | None) -> str | None:
+    """What to do when the state a session file holds cannot be restored (every run of
+    the session would fail the same way)."""
+    if error is None or error.kind != "state" or path is None or "restored" not in error.message:
+        return None
+    return (
+        f"dsh-code: the state in {path} cannot be used; remove the file (or give another "
+        "--session FILE) to start a new session"
+    )
 
 
 def open_session(runtime: CodeRuntime, plan: SessionPlan) -> Session:

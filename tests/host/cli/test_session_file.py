@@ -144,6 +144,9 @@ def test_a_file_that_is_not_a_state_fails_only_the_run(tmp_path: Path, tools: Pa
     assert out["error"]["kind"] == "state"
     assert "cannot be restored" in out["error"]["message"]
     assert state.read_bytes() == b"this is not a state blob\n"  # left alone
+    plain = runner.invoke(app, ["run", str(_program(tmp_path, "1")), "--session", str(state)])
+    assert plain.exit_code == 1
+    assert f"the state in {state} cannot be used; remove the file" in plain.stderr
 
     assert _json(tmp_path, tools, tmp_path / "good.state", "kept = [1, 2]")[0] == 0
     blob = (tmp_path / "good.state").read_bytes()
