@@ -1,4 +1,4 @@
-"""The ``dsh-code`` commands: run, sdk, tools, check, mcp."""
+"""The ``dsh-code`` commands: run, repl, sdk, tools, check, mcp."""
 
 from __future__ import annotations
 
@@ -13,20 +13,26 @@ import anyio
 import typer
 
 from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageFailure
-from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption, McpUsageError
+from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption
 from host.cli._options import (
     DEFAULTS,
+    MAX_STATE_BYTES,
     MCP_WALL_MS,
     BindingsOption,
+    CallStyleOption,
     ComputeMsOption,
     IsolationOption,
     MaxHeapMbOption,
     MaxOutputBytesOption,
     MaxParallelSubCallsOption,
     MaxProcessesOption,
+    MaxStateBytesOption,
     MaxToolCallsOption,
     NoCgroupsOption,
     PolicyOption,
+    PreloadOption,
+    RayOption,
+    SessionOption,
     WallMsOption,
 )
 from host.cli._output import (
@@ -38,20 +44,23 @@ from host.cli._output import (
     write_json,
     write_result,
 )
+from host.cli._repl_command import repl
 from host.cli._session_log import LogFileError, SessionLog
 from host.cli._setup import (
+    CALL_STYLES,
     POLICIES,
     RuntimeOptions,
     check_choice,
+    limits_of,
     load_tools,
     make_registry,
     mcp_servers,
     mcp_tools,
     read_program,
+    unwrap_usage,
 )
-from host.cli._signals import Stopper, exit_code_for
+from host.cli._signals import STOPPER, current_stopper, exit_code_for
 from host.codemode import CodeModeConfig
-from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
 __all__ = ("STOPPER", "app")
 
@@ -78,15 +87,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
-#: Where signals go; ``host.cli.main`` installs its own before the commands run.
-STOPPER: list[Stopper] = []
-
-
-def _stopper() -> Stopper:
-    if not STOPPER:
-        STOPPER.append(Stopper())
-    return STOPPER[0]
-
 
 @app.callback()
 def _main(
@@ -112,43 +112,6 @@ def _usage_errors(command: Callable[..., None]) -> Callable[..., None]:
             raise typer.Exit(EXIT_USAGE) from None
 
     return checked
-
-
-def _limits(
-    compute_ms: int,
-    wall_ms: int,
-    max_output_bytes: int,
-    max_heap_mb: int,
-    max_parallel_sub_calls: int,
-) -> Limits:
-    return Limits(
-        compute_ms=compute_ms,
-        max_wall_ms=wall_ms,
-        max_output_bytes=max_output_bytes,
-        max_heap_mb=max_heap_mb,
-        max_parallel_sub_calls=max_parallel_sub_calls,
-    )
-
-
-def _unwrap_usage(exc: BaseException) -> UsageFailure | None:
-    """A usage error hidden in an exception group (a task group re-raises what it caught)."""
-    import sdkgen
-    from host.mcp import McpError
-
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _unwrap_usage(inner)
-            if found is not None:
-                return found
-        return None
-    if isinstance(exc, UsageFailure):
-        return exc
-    if isinstance(
-        exc,
-        McpUsageError | McpError | RuntimeUsageError | RuntimeEnvironmentError | sdkgen.SdkgenError,
-    ):
-        return UsageFailure(str(exc))
-    return None
 
 
 @app.command()
@@ -187,21 +150,38 @@ def run(
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,
     no_cgroups: NoCgroupsOption = False,
+    call_style: CallStyleOption = "async",
+    preload: PreloadOption = [],  # noqa: B006
+    ray: RayOption = None,
+    session_file: SessionOption = None,
+    max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
-    from host.cli._run import RunOutcome, RunPlan, aborted_json, execute
+    from host.cli._run import (
+        RunOutcome,
+        RunPlan,
+        aborted_json,
+        execute,
+        load_state,
+        save_state,
+        state_hint,
+    )
 
     reset_json()
     check_choice("--policy", policy, POLICIES)
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
+    check_choice("--call-style", call_style, CALL_STYLES)
     if yes and no:
         raise UsageFailure("--yes and --no exclude each other")
-    stopper = _stopper()
+    if session_file is not None and ray is not None:
+        raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
+    state = load_state(session_file, max_state_bytes)  # None without --session
+    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    stopper = current_stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
         loaded = load_tools(bindings)
     servers = mcp_servers(mcp, mcp_config)
-    limits = _limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls)
+    limits = limits_of(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls)
     decide = True if yes else False if no else None
     try:
         session = SessionLog(log) if log is not None else None
@@ -210,6 +190,7 @@ def run(
     config = CodeModeConfig(
         limits=limits,
         policy="restricted" if policy == "restricted" else "python",
+        call_style="sync" if call_style == "sync" else "async",
         max_tool_calls=max_tool_calls,
         preflight_check=check,
     )
@@ -223,6 +204,7 @@ def run(
         servers,
         mcp_timeout_ms,
         runtime_options,
+        state,
     )
     outcome = RunOutcome()
 
@@ -236,7 +218,7 @@ def run(
         with stdout_to_stderr(), stopper.event_loop():
             anyio.run(execute, plan, stopper, outcome)
     except BaseException as exc:
-        failure = _unwrap_usage(exc)
+        failure = unwrap_usage(exc)
         if failure is None:
             raise
     finally:
@@ -246,11 +228,19 @@ def run(
         raise failure
     if log_error is not None:
         sys.stderr.write(f"dsh-code: {log_error}\n")
-    _report(outcome, json_output, log_error, emit)
+    save_error = save_state(state, outcome)
+    if save_error is not None:
+        sys.stderr.write(f"dsh-code: {save_error}\n")
+    hint = state_hint(outcome.result.error if outcome.result else None, session_file)
+    if hint is not None and not json_output:
+        sys.stderr.write(hint + "\n")
+    _report(outcome, json_output, log_error, emit, save_error)
 
 
-def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -> None:
-    from host.cli._run import aborted_json, render_failure, render_value
+def _report(
+    outcome: Any, json_output: bool, log_error: str | None, emit: Any, save_error: str | None
+) -> None:
+    from host.cli._run import aborted_json, render_dropped, render_failure, render_value
 
     result, signum = outcome.result, outcome.signum
     if result is None:
@@ -269,23 +259,30 @@ def _report(outcome: Any, json_output: bool, log_error: str | None, emit: Any) -
         obj = result.to_json()
         if log_error is not None:
             obj["log_error"] = log_error
+        if save_error is not None:
+            obj["session_error"] = save_error
         emit(obj)
     else:
         terminal = is_terminal(result_stream())
         if result.error is None:
             if result.has_value:
                 write_result(render_value(result.value, terminal=terminal) + "\n")
+            if result.state_dropped:
+                sys.stderr.write(render_dropped(result.state_dropped) + "\n")
         else:
             sys.stderr.write(render_failure(result.error, terminal=is_terminal(sys.stderr)) + "\n")
     if signum is not None:
         raise typer.Exit(exit_code_for(signum))
-    raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
+    raise typer.Exit(EXIT_OK if result.ok and save_error is None else EXIT_FAILED)
 
 
 def _name(signum: int) -> str:
     from host.cli._signals import signal_name
 
     return signal_name(signum)
+
+
+app.command("repl")(_usage_errors(repl))
 
 
 @app.command()
@@ -301,16 +298,25 @@ def sdk(
     ] = None,
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    call_style: CallStyleOption = "async",
 ) -> None:
     """Print the SDK the model would read for the bindings' and MCP servers' tools."""
     import sdkgen
 
     check_choice("--lang", lang, ("python", "typescript"))
+    check_choice("--call-style", call_style, CALL_STYLES)
+    if lang == "typescript" and call_style == "sync":
+        raise UsageFailure(
+            "--call-style sync is for --lang python (TypeScript calls return promises)"
+        )
     with stdout_to_stderr():
         loaded = load_tools(bindings)
         registry = make_registry(loaded, None, mcp_tools(mcp, mcp_config))
     manifest = registry.manifest()
-    text = sdkgen.python_sdk(manifest) if lang == "python" else sdkgen.typescript_sdk(manifest)
+    if lang == "python":
+        text = sdkgen.python_sdk(manifest, call_style="sync" if call_style == "sync" else "async")
+    else:
+        text = sdkgen.typescript_sdk(manifest)
     if check is not None:
         try:
             current = check.read_text(encoding="utf-8")
@@ -359,16 +365,18 @@ def check_command(
     bindings: BindingsOption = [],  # noqa: B006
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    call_style: CallStyleOption = "async",
 ) -> None:
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
     import sdkgen
 
+    check_choice("--call-style", call_style, CALL_STYLES)
     with stdout_to_stderr():
         source = read_program(program)
         loaded = load_tools(bindings)
         manifest = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).manifest()
     try:
-        diagnostics = sdkgen.check_program(source, manifest)
+        diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
     except sdkgen.SdkgenError as exc:
         raise UsageFailure(str(exc)) from None
     if diagnostics:
@@ -421,27 +429,35 @@ def mcp_command(
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,
     no_cgroups: NoCgroupsOption = False,
+    call_style: CallStyleOption = "async",
+    preload: PreloadOption = [],  # noqa: B006
+    ray: RayOption = None,
+    max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
 
     check_choice("--policy", policy, POLICIES)
+    check_choice("--call-style", call_style, CALL_STYLES)
     if not bindings and not mcp and mcp_config is None:
         raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
     if http is not None and token is not None and not no_auth and len(token) < 16:
         raise UsageFailure("--token must be at least 16 characters")
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups)
     from host.mcp import McpUnavailableError, require_mcp
 
     try:
         require_mcp()
     except McpUnavailableError as exc:
         raise UsageFailure(str(exc)) from None
+    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = CodeModeConfig(
-        limits=_limits(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls),
+        limits=limits_of(
+            compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls
+        ),
         policy="restricted" if policy == "restricted" else "python",
+        call_style="sync" if call_style == "sync" else "async",
         max_tool_calls=max_tool_calls,
     )
     plan = ServePlan(
@@ -454,13 +470,14 @@ def mcp_command(
         token=None if no_auth or http is None else (token or _new_token()),
         token_generated=http is not None and not no_auth and token is None,
         runtime=runtime_options,
+        max_state_bytes=max_state_bytes,
     )
-    stopper = _stopper()
+    stopper = current_stopper()
     try:
         with stdout_to_stderr(), stopper.event_loop():
             anyio.run(serve_mcp, plan, stopper)
     except BaseException as exc:
-        failure = _unwrap_usage(exc)
+        failure = unwrap_usage(exc)
         if failure is None:
             raise
         raise failure from None

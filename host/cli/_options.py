@@ -12,17 +12,23 @@ from runtime import Limits
 __all__ = (
     "DEFAULTS",
     "MAX_HEAP_MB",
+    "MAX_STATE_BYTES",
     "MCP_WALL_MS",
     "BindingsOption",
+    "CallStyleOption",
     "ComputeMsOption",
     "IsolationOption",
     "MaxHeapMbOption",
     "MaxOutputBytesOption",
     "MaxParallelSubCallsOption",
     "MaxProcessesOption",
+    "MaxStateBytesOption",
     "MaxToolCallsOption",
     "NoCgroupsOption",
     "PolicyOption",
+    "PreloadOption",
+    "RayOption",
+    "SessionOption",
     "WallMsOption",
 )
 
@@ -33,6 +39,8 @@ MAX_HEAP_MB: Final = 1 << 42
 #: ``dsh-code mcp``'s wall budget: below the 60 s request timeout of common MCP clients, so
 #: a runaway program ends as a ``budget`` failure the model can act on, not a client timeout.
 MCP_WALL_MS: Final = 50_000
+#: A session's state cap: ``SubprocessRuntime.session()``'s default (64 MiB).
+MAX_STATE_BYTES: Final = 64 * 1024 * 1024
 _MAX_MS: Final = 1 << 40  # ~35 years: anything larger is a typo, and overflows timers
 _MAX_BYTES: Final = 1 << 50
 
@@ -118,4 +126,49 @@ MaxProcessesOption = Annotated[
 ]
 NoCgroupsOption = Annotated[
     bool, typer.Option("--no-cgroups", help="Do not give runs cgroups of their own.")
+]
+CallStyleOption = Annotated[
+    str,
+    typer.Option(
+        "--call-style",
+        metavar="async|sync",
+        help="How programs call tools: await tools.x(...) (async) or tools.x(...) (sync).",
+    ),
+]
+PreloadOption = Annotated[
+    list[str],
+    typer.Option(
+        "--preload",
+        metavar="MODULE",
+        help="Import MODULE once in the template, so a program's import costs nothing (repeatable).",
+        show_default=False,
+    ),
+]
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Run programs on the Ray cluster at ADDRESS (host:port of its head, or auto).",
+        show_default=False,
+    ),
+]
+SessionOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--session",
+        metavar="FILE",
+        help="Carry the program's variables: load the state from FILE, save it after a success.",
+        show_default=False,
+    ),
+]
+MaxStateBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-state-bytes",
+        metavar="BYTES",
+        min=1,
+        max=_MAX_BYTES,
+        help="Cap on a session's state.",
+    ),
 ]

@@ -6,24 +6,108 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from host.cli._errors import UsageFailure
 from host.cli._mcp import open_mcp
 from host.cli._output import Display, for_terminal, result_stream, status_text
+from host.cli._session_file import (
+    SessionFileError,
+    read_session_file,
+    write_session_file,
+)
 from host.cli._session_log import SessionLog
-from host.cli._setup import RuntimeOptions, make_registry
+from host.cli._setup import RuntimeOptions, SessionRuntime, make_registry
 from host.cli._signals import Stopper, signal_name
-from host.codemode import CodeModeConfig
+from host.codemode import CodeMode, CodeModeConfig
 from host.tools import AbortController, ToolRegistry, ToolResult
-from runtime import RunError, RunResult, RunStats
+from runtime import CodeRuntime, RunError, RunResult, RunStats
 
 if TYPE_CHECKING:
     from host.cli._bindings import Bindings
     from host.mcp import McpServerSpec
+    from host.sandbox import Session
 
-__all__ = ("RunOutcome", "RunPlan", "aborted_json", "execute")
+__all__ = (
+    "RunOutcome",
+    "RunPlan",
+    "SessionPlan",
+    "aborted_json",
+    "execute",
+    "load_state",
+    "open_session",
+    "render_dropped",
+    "run_with_display",
+    "save_state",
+    "state_hint",
+)
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """``--session FILE``: where the state lives, what it held when the command started."""
+
+    path: Path
+    state: bytes | None
+    max_state_bytes: int
+
+    def too_big(self) -> RunResult | None:
+        """The failed run of a state file over ``--max-state-bytes`` (no child is started)."""
+        if self.state is None or len(self.state) <= self.max_state_bytes:
+            return None
+        message = (
+            f"the session file {self.path} is over --max-state-bytes ({self.max_state_bytes}); "
+            "raise the cap, or start a new session with another file"
+        )
+        return RunResult(logs=[], error=RunError(kind="state", message=message))
+
+
+def load_state(path: Path | None, max_state_bytes: int) -> SessionPlan | None:
+    """The ``--session`` plan (None without the flag); a file we cannot use is a usage error."""
+    if path is None:
+        return None
+    try:
+        state = read_session_file(path, max_state_bytes)
+    except SessionFileError as exc:
+        raise UsageFailure(str(exc)) from None
+    return SessionPlan(path, state, max_state_bytes)
+
+
+def save_state(plan: SessionPlan | None, outcome: RunOutcome) -> str | None:
+    """Write a successful run's state back to the session file; why it could not be."""
+    if plan is None or outcome.state is None:
+        return None
+    try:
+        write_session_file(plan.path, outcome.state)
+    except SessionFileError as exc:
+        return str(exc)
+    return None
+
+
+def state_hint(error: RunError | None, path: Path | None) -> str | None:
+    """What to do when the state a session file holds cannot be restored (every run of
+    the session would fail the same way)."""
+    if error is None or error.kind != "state" or path is None or "restored" not in error.message:
+        return None
+    return (
+        f"dsh-code: the state in {path} cannot be used; remove the file (or give another "
+        "--session FILE) to start a new session"
+    )
+
+
+def open_session(runtime: CodeRuntime, plan: SessionPlan) -> Session:
+    """A session of ``runtime`` that starts from the plan's state."""
+    opener = getattr(runtime, "session", None)
+    if opener is None:
+        raise UsageFailure(
+            f"{type(runtime).__name__} keeps no sessions: --session needs a local runtime"
+        )
+    session: Session = opener(state=plan.state or None, max_state_bytes=plan.max_state_bytes)
+    return session
+
 
 _REFRESH_S = 0.1
 
@@ -41,6 +125,7 @@ class RunPlan:
     mcp: list[McpServerSpec]
     mcp_timeout_ms: int
     runtime: RuntimeOptions
+    state: SessionPlan | None = None
 
 
 @dataclass
@@ -51,6 +136,8 @@ class RunOutcome:
     signum: int | None = None
     logs: list[str] = field(default_factory=list)
     """The log lines so far, for an object written on a hard exit."""
+    state: bytes | None = None
+    """The session's new state, after a successful run with ``--session``."""
 
 
 def aborted_json(logs: list[str], signum: int, *, started: bool = True) -> dict[str, Any]:
@@ -146,9 +233,7 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
                     async with plan.runtime.runtime() as runtime:
                         if outcome.signum is not None:
                             return
-                        outcome.result = await _run_program(
-                            plan, registry, runtime, controller, display, outcome
-                        )
+                        await _run_program(plan, registry, runtime, controller, display, outcome)
         finally:
             if display is not None:
                 display.close()
@@ -157,20 +242,46 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
 async def _run_program(
     plan: RunPlan,
     registry: ToolRegistry,
-    runtime: Any,
+    runtime: CodeRuntime,
     controller: AbortController,
     display: Display | None,
     outcome: RunOutcome,
-) -> RunResult:
-    from host.codemode import CodeMode
+) -> None:
+    if plan.state is None:
+        codemode = CodeMode(registry, runtime, plan.config)
+        outcome.result = await run_with_display(
+            codemode, plan.source, controller, display, outcome.logs, plan.session
+        )
+        return
+    failed = plan.state.too_big()
+    if failed is not None:
+        outcome.result = failed
+        return
+    session = open_session(runtime, plan.state)
+    codemode = CodeMode(registry, SessionRuntime(runtime, session), plan.config)
+    outcome.result = await run_with_display(
+        codemode, plan.source, controller, display, outcome.logs, plan.session
+    )
+    if outcome.result.error is None:
+        outcome.state = session.state
 
-    config, session = plan.config, plan.session
+
+async def run_with_display(
+    codemode: CodeMode,
+    source: str,
+    controller: AbortController,
+    display: Display | None,
+    logs: list[str],
+    session: SessionLog | None = None,
+) -> RunResult:
+    """Run ``source`` through code mode: logs shown live (and kept), a status line, the log."""
+    config, registry = codemode.config, codemode.registry
     started = time.monotonic()
     state: dict[str, Any] = {"stats": None, "calls": 0}
     if session is not None:
         session.write(
             "run/start",
-            program=plan.source,
+            program=source,
             limits=config.limits,
             tools=[t.name for t in registry.visible()],
         )
@@ -178,7 +289,7 @@ async def _run_program(
             registry.on(event, _logger(session, event))
 
     def on_log(line: str) -> None:
-        outcome.logs.append(line)
+        logs.append(line)
         if session is not None:
             session.write("log", line=line)
         if display is not None:
@@ -195,7 +306,6 @@ async def _run_program(
         compute = stats.compute_ms if stats is not None else 0.0
         return status_text(started, compute, config.limits.compute_ms, state["calls"])
 
-    codemode = CodeMode(registry, runtime, config)
     async with anyio.create_task_group() as group:
         if display is not None and display.status_enabled:
 
@@ -206,7 +316,7 @@ async def _run_program(
 
             group.start_soon(refresh)
         result = await codemode.run_program(
-            plan.source,
+            source,
             signal=controller.signal,
             on_log=on_log,
             on_call=on_call,
@@ -245,6 +355,13 @@ def render_failure(error: RunError, *, terminal: bool) -> str:
     lines = [f"✗ the program failed: {title}", message]
     if error.exit_status is not None:
         lines.append(f"exit status: {error.exit_status}")
+    return "\n".join(lines)
+
+
+def render_dropped(dropped: dict[str, str]) -> str:
+    """The names a session could not carry to the next run, each with its reason."""
+    lines = ["dsh-code: not carried to the next run:"]
+    lines.extend(f"  {name}: {reason}" for name, reason in sorted(dropped.items()))
     return "\n".join(lines)
 
 

@@ -21,8 +21,8 @@ from host.codemode import CodeModeConfig
 if TYPE_CHECKING:
     from host.cli._bindings import Bindings
     from host.mcp import McpServerSpec
-    from host.sandbox import SubprocessRuntime
     from host.tools import ToolRegistry
+    from runtime import CodeRuntime
 
 __all__ = ("ServePlan", "serve_mcp")
 
@@ -40,6 +40,7 @@ class ServePlan:
     token: str | None
     token_generated: bool
     runtime: RuntimeOptions
+    max_state_bytes: int
 
 
 def _say(text: str) -> None:
@@ -81,14 +82,16 @@ def _announce(plan: ServePlan, tools: str) -> Callable[[str], None]:
     return ready
 
 
-async def _serve(plan: ServePlan, registry: ToolRegistry, runtime: SubprocessRuntime) -> None:
+async def _serve(plan: ServePlan, registry: ToolRegistry, runtime: CodeRuntime) -> None:
     from host.codemode import CodeMode
     from host.mcp import McpServeConfig, serve
 
     codemode = CodeMode(registry, runtime, plan.config)
     count = len(registry.manifest())
     ready = _announce(plan, f"{count} tool{'s' if count != 1 else ''}")
-    config = McpServeConfig(http_port=plan.http_port, token=plan.token)
+    config = McpServeConfig(
+        http_port=plan.http_port, token=plan.token, max_state_bytes=plan.max_state_bytes
+    )
     fds = _stdio_fds() if plan.http_port is None else None
     try:
         await serve(codemode, config, on_ready=ready, stdio_fds=fds)
@@ -116,9 +119,7 @@ async def serve_mcp(plan: ServePlan, stopper: Stopper) -> None:
         async with stopper.watch(on_signal):
             with contextlib.redirect_stdout(sys.stderr):  # setup_registry hooks may print
                 registry = make_registry(plan.bindings, ask)
-            if (
-                not plan.yes
-            ):  # stdin is the MCP channel: an `ask` goes to the client, by elicitation
+            if not plan.yes:  # an `ask` goes to the MCP client, by elicitation
                 from host.mcp import elicitation_ask_handler
 
                 registry.ask_handler = elicitation_ask_handler()

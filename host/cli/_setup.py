@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -12,25 +12,32 @@ from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_binding
 from host.cli._errors import UsageFailure
 from host.cli._mcp import McpUsageError, mcp_definitions, mcp_specs
 from host.tools import ToolDefinition, ToolRegistry, ToolsConfig, ToolsError
+from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
 if TYPE_CHECKING:
     from host.mcp import McpServerSpec
-    from host.sandbox import SubprocessRuntime
+    from host.sandbox import Session
+    from runtime import CodeRuntime, RunRequest, RunResult
 
 __all__ = (
+    "CALL_STYLES",
     "ISOLATIONS",
     "POLICIES",
     "RuntimeOptions",
+    "SessionRuntime",
     "check_choice",
+    "limits_of",
     "load_tools",
     "make_registry",
     "mcp_servers",
     "mcp_tools",
     "read_program",
+    "unwrap_usage",
 )
 
 POLICIES: Final = ("python", "restricted")
 ISOLATIONS: Final = ("auto", "namespaces", "process")
+CALL_STYLES: Final = ("async", "sync")
 
 
 def check_choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
@@ -43,27 +50,90 @@ def check_choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class RuntimeOptions:
-    """How a command makes its ``SubprocessRuntime``."""
+    """How a command makes its runtime: a ``SubprocessRuntime``, or a ``RayRuntime`` (``--ray``)."""
 
     isolation: str = "auto"
     max_processes: int = 1024
     use_cgroups: bool = True
+    preload: tuple[str, ...] = ()
+    ray: str | None = None
+    cluster: CodeRuntime | None = field(default=None, compare=False, repr=False)
+    """The ``RayRuntime`` made (and so checked) when the flags were read."""
 
     @classmethod
-    def checked(cls, isolation: str, max_processes: int, no_cgroups: bool) -> RuntimeOptions:
-        """The options, with ``--isolation`` checked."""
+    def checked(
+        cls,
+        isolation: str,
+        max_processes: int,
+        no_cgroups: bool,
+        preload: list[str] | tuple[str, ...] = (),
+        ray: str | None = None,
+    ) -> RuntimeOptions:
+        """The options, with ``--isolation`` and ``--preload`` checked, and ``--ray``'s
+        runtime made (a missing extra or a bad address is a usage error here)."""
         check_choice("--isolation", isolation, ISOLATIONS)
-        return cls(isolation, max_processes, not no_cgroups)
+        for module in preload:
+            if not module or not all(part.isidentifier() for part in module.split(".")):
+                raise UsageFailure(f"--preload takes a module name (like numpy), not {module!r}")
+        options = cls(isolation, max_processes, not no_cgroups, tuple(dict.fromkeys(preload)))
+        if ray is None:
+            return options
+        from host.cluster import ClusterError, ray_runtime_from_flag
 
-    def runtime(self) -> SubprocessRuntime:
-        """A new runtime (started by ``async with``)."""
+        try:
+            cluster = ray_runtime_from_flag(ray, options.subprocess_options())
+        except ClusterError as exc:
+            raise UsageFailure(str(exc)) from None
+        return cls(
+            options.isolation, max_processes, options.use_cgroups, options.preload, ray, cluster
+        )
+
+    def subprocess_options(self) -> dict[str, Any]:
+        """The keyword arguments of the ``SubprocessRuntime`` (JSON: they may go to a cluster)."""
+        options: dict[str, Any] = {
+            "isolation": self.isolation,
+            "max_processes": self.max_processes,
+            "use_cgroups": self.use_cgroups,
+        }
+        if self.preload:
+            options["preload"] = list(self.preload)
+        return options
+
+    def runtime(self) -> CodeRuntime:
+        """The runtime (started by ``async with``)."""
+        if self.cluster is not None:
+            return self.cluster
         from host.sandbox import SubprocessRuntime
 
-        return SubprocessRuntime(
-            isolation=self.isolation,
-            max_processes=self.max_processes,
-            use_cgroups=self.use_cgroups,
-        )
+        return SubprocessRuntime(**self.subprocess_options())
+
+
+class SessionRuntime:
+    """A runtime whose runs all go to one session: code mode over it carries the state."""
+
+    language = "python"
+
+    def __init__(self, runtime: CodeRuntime, session: Session) -> None:
+        self.inner = runtime
+        self.session = session
+
+    @property
+    def isolation(self) -> str:
+        """The isolation level of the runtime the session runs on."""
+        return self.inner.isolation
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """One run of the session, in a fresh child carrying the state."""
+        return await self.session.run(request)
+
+    async def aclose(self) -> None:
+        """Nothing: the runtime's owner closes it."""
+
+    async def __aenter__(self) -> SessionRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
 
 
 def read_program(program: str) -> str:
@@ -133,3 +203,41 @@ def make_registry(
                 f"{SETUP_HOOK}() of a bindings file failed: {type(exc).__name__}: {exc}"
             ) from None
     return registry
+
+
+def limits_of(
+    compute_ms: int,
+    wall_ms: int,
+    max_output_bytes: int,
+    max_heap_mb: int,
+    max_parallel_sub_calls: int,
+) -> Limits:
+    """The limits the flags give."""
+    return Limits(
+        compute_ms=compute_ms,
+        max_wall_ms=wall_ms,
+        max_output_bytes=max_output_bytes,
+        max_heap_mb=max_heap_mb,
+        max_parallel_sub_calls=max_parallel_sub_calls,
+    )
+
+
+def unwrap_usage(exc: BaseException) -> UsageFailure | None:
+    """A usage error hidden in an exception group (a task group re-raises what it caught)."""
+    import sdkgen
+    from host.mcp import McpError
+
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = unwrap_usage(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, UsageFailure):
+        return exc
+    if isinstance(
+        exc,
+        McpUsageError | McpError | RuntimeUsageError | RuntimeEnvironmentError | sdkgen.SdkgenError,
+    ):
+        return UsageFailure(str(exc))
+    return None

@@ -21,8 +21,10 @@ from typing import Final, NoReturn
 __all__ = (
     "EXIT_SIGNAL_BASE",
     "SIGNALS",
+    "STOPPER",
     "Interrupted",
     "Stopper",
+    "current_stopper",
     "exit_code_for",
     "install",
     "kill_descendants",
@@ -164,6 +166,17 @@ class Stopper:
             for timer in timers:
                 timer.cancel()
             self.reinstall()  # the loop's receiver leaves the default handlers behind
+
+
+#: Where signals go; ``host.cli.main`` installs its own before the commands run.
+STOPPER: list[Stopper] = []
+
+
+def current_stopper() -> Stopper:
+    """The command's stopper (a new one when the commands run without ``host.cli.main``)."""
+    if not STOPPER:
+        STOPPER.append(Stopper())
+    return STOPPER[0]
 
 
 def install() -> Stopper:

@@ -25,6 +25,15 @@ class McpServeConfig:
     """Seconds between progress notifications of a run (for a client that sent a token)."""
     token: str | None = None
     """The bearer token HTTP clients must send (``Authorization: Bearer ...``); None: none."""
+    sessions: bool = True
+    """One code-mode session per client, its variables kept between ``run_code`` calls (where
+    the runtime offers sessions); False: every ``run_code`` starts empty."""
+    max_state_bytes: int = 64 * 1024 * 1024
+    """The cap on each session's state (a run past it fails with kind ``state``)."""
+    max_sessions: int = 64
+    """HTTP: client sessions kept at once; past it the least recently used is dropped."""
+    session_idle_s: float = 3600.0
+    """HTTP: a client session unused for this long is dropped."""
     request_timeout_s: float = 30.0
     """HTTP: how long a connection may take to send a request's headers and body."""
     keep_alive_s: int = 5

@@ -14,6 +14,7 @@ from host.tools import RUN_CODE, Scope
 
 from ._config import McpServeConfig
 from ._logs import LogForwarder
+from ._sessions import ClientSessions, client_key, handle_key, needs_handle
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -22,10 +23,18 @@ if TYPE_CHECKING:
     from host.codemode import CodeMode
     from runtime import Limits, RunResult, RunStats
 
-__all__ = ("GET_TOOL_SCHEMA", "LIST_TOOLS", "build_server", "serve")
+__all__ = ("GET_TOOL_SCHEMA", "LIST_TOOLS", "RESET_SESSION", "build_server", "serve")
 
 GET_TOOL_SCHEMA: Final = "get_tool_schema"
 LIST_TOOLS: Final = "list_tools"
+RESET_SESSION: Final = "reset_session"
+_SESSION_PARAMETER: Final = {
+    "type": "string",
+    "description": (
+        "The session to continue: the `session` an earlier result gave (this connection "
+        "carries no session of its own). Omit it to start a new, empty one."
+    ),
+}
 _LOG_LEVELS: Final = (
     "debug",
     "info",
@@ -48,8 +57,13 @@ def _text(text: str, *, structured: Any = None, error: bool = False) -> CallTool
     )
 
 
-def render_run(result: RunResult) -> CallToolResult:
-    """A run as an MCP tool result: text with the logs and result; ``isError`` with the facts."""
+def _session_note(handle: str) -> str:
+    return f"session: {handle} (pass it as `session` to keep these variables)"
+
+
+def render_run(result: RunResult, *, session: str | None = None) -> CallToolResult:
+    """A run as an MCP tool result: text with the logs and result; ``isError`` with the facts.
+    ``session``: the handle of the run's session, for a client that must pass it back."""
     logs = list(result.logs)
     if result.error is None:
         parts = []
@@ -59,12 +73,22 @@ def render_run(result: RunResult) -> CallToolResult:
         if result.has_value:
             parts.append("result:\n" + json.dumps(result.value, ensure_ascii=False))
             structured["result"] = result.value
+        if result.state_dropped:
+            structured["state_dropped"] = dict(result.state_dropped)
+            dropped = (f"{name} ({why})" for name, why in sorted(result.state_dropped.items()))
+            parts.append("not carried to the next call: " + "; ".join(dropped))
+        if session is not None:
+            structured["session"] = session
+            parts.append(_session_note(session))
         return _text("\n".join(parts) if parts else "(no logs, no result)", structured=structured)
     error = result.to_json()["error"]
     text = f"Error: the program failed ({error['kind']}): {error['message']}"
     if logs:
         text += "\nlogs so far:\n" + "\n".join(logs)
-    facts = {"code": "CODE_RUN_FAILED", "code_run": {**error, "logs": logs}}
+    facts: dict[str, Any] = {"code": "CODE_RUN_FAILED", "code_run": {**error, "logs": logs}}
+    if session is not None:
+        facts["session"] = session
+        text += "\n" + _session_note(session)
     return _text(text, structured=facts, error=True)
 
 
@@ -77,20 +101,45 @@ def _tool_entry(codemode: CodeMode, name: str, scope: Scope | None) -> dict[str,
     return by_name.get(original) if original is not None else None
 
 
-def _tools(codemode: CodeMode, scope: Scope | None) -> list[Tool]:
-    """The three tools: ``run_code`` (its description carries the SDK) and two look-ups."""
+def _tools(
+    codemode: CodeMode, scope: Scope | None, *, sessions: bool = False, handle: bool = False
+) -> list[Tool]:
+    """``run_code`` (its description carries the SDK), two look-ups and, with ``sessions``,
+    ``reset_session``; ``handle``: both take the ``session`` a client must pass back."""
     from mcp.types import Tool, ToolAnnotations
 
-    models = {entry["name"]: entry for entry in codemode.model_tools(scope)}
+    models = {entry["name"]: entry for entry in codemode.model_tools(scope, persistent=sessions)}
     run_code = models.get(RUN_CODE) or {
-        "description": codemode.sdk(scope).text,
+        "description": codemode.sdk(scope, persistent=sessions).text,
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}},
     }
+    description, parameters = run_code["description"], run_code["parameters"]
+    if sessions:
+        description += f"\nCall `{RESET_SESSION}` to start over with no variables."
+    if handle:
+        properties = {**parameters.get("properties", {}), "session": _SESSION_PARAMETER}
+        parameters = {**parameters, "properties": properties}
+    extra = []
+    if sessions:
+        extra.append(
+            Tool(
+                name=RESET_SESSION,
+                description=(
+                    "Start the run_code session over: the next run_code call begins with no "
+                    "variables, functions, classes or imports from earlier calls."
+                ),
+                input_schema={
+                    "type": "object",
+                    "properties": {"session": _SESSION_PARAMETER} if handle else {},
+                },
+                annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+            )
+        )
     return [
         Tool(
             name=RUN_CODE,
-            description=run_code["description"],
-            input_schema=run_code["parameters"],
+            description=description,
+            input_schema=parameters,
             annotations=ToolAnnotations(title="Run a Python program that calls tools"),
         ),
         Tool(
@@ -116,6 +165,7 @@ def _tools(codemode: CodeMode, scope: Scope | None) -> list[Tool]:
             input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
             annotations=ToolAnnotations(read_only_hint=True),
         ),
+        *extra,
     ]
 
 
@@ -144,7 +194,8 @@ def build_server(
     *,
     scope: Scope | None = None,
 ) -> Server[Any]:
-    """A low-level MCP server exposing ``run_code``, ``get_tool_schema`` and ``list_tools``."""
+    """A low-level MCP server exposing ``run_code``, ``get_tool_schema``, ``list_tools`` and
+    (one code-mode session per client, where the runtime offers sessions) ``reset_session``."""
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPDeprecationWarning
     from mcp.types import (
@@ -158,12 +209,23 @@ def build_server(
     from host.codemode import INSTRUCTIONS
 
     config = config or McpServeConfig()
-    tools = _tools(codemode, scope)
+    sessions = None
+    if config.sessions and ClientSessions.supported(codemode):
+        sessions = ClientSessions(
+            codemode,
+            max_state_bytes=config.max_state_bytes,
+            max_sessions=config.max_sessions,
+            idle_s=config.session_idle_s,
+        )
+    tools = _tools(codemode, scope, sessions=sessions is not None)
+    handle_tools = tools
+    if sessions is not None:
+        handle_tools = _tools(codemode, scope, sessions=True, handle=True)
     level = {"value": "debug"}
     approvals = Approvals()
 
-    async def on_list_tools(_ctx: Any, _params: PaginatedRequestParams | None) -> ListToolsResult:
-        return ListToolsResult(tools=tools)
+    async def on_list_tools(ctx: Any, _params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=handle_tools if needs_handle(ctx) else tools)
 
     async def on_set_level(_ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
         level["value"] = params.level
@@ -177,13 +239,21 @@ def build_server(
             code = args.get("code")
             if not isinstance(code, str):
                 return _text("Error: run_code needs `code`, a string", error=True)
+            view, handle = codemode, None
+            if sessions is not None:
+                found = _session_of(sessions, ctx, args)
+                if isinstance(found, str):
+                    return _text(found, error=True)
+                view, handle = found
             answer: CallToolResult | InputRequiredResult = await approvals.handle(
                 ctx,  # an `ask` in the run goes to this client, by elicitation
                 params,
-                lambda: _run_code(codemode, code, scope, ctx, config, level["value"]),
+                lambda: _run_code(view, code, scope, ctx, config, level["value"], handle),
                 unknown=_text("Error: unknown or expired requestState", error=True),
             )
             return answer
+        if params.name == RESET_SESSION and sessions is not None:
+            return _reset_session(sessions, ctx, args)
         if params.name == GET_TOOL_SCHEMA:
             return _get_tool_schema(codemode, scope, args.get("name"))
         if params.name == LIST_TOOLS:
@@ -204,6 +274,38 @@ def build_server(
         )
 
 
+def _session_of(
+    sessions: ClientSessions, ctx: Any, args: dict[str, Any]
+) -> tuple[CodeMode, str | None] | str:
+    """The code mode of the request's session, and the handle to give back (None where the
+    connection is the session); or why there is none."""
+    if not needs_handle(ctx):
+        return sessions.get(client_key(ctx)), None
+    handle = args.get("session")
+    if handle is None:
+        handle = sessions.new_handle()
+    elif not isinstance(handle, str) or not sessions.known(handle_key(handle)):
+        return (
+            f"Error: no session {handle!r} here (the server restarted, or dropped it after "
+            f"{sessions.idle_s:g} s unused); omit `session` to start a new one"
+        )
+    return sessions.get(handle_key(handle)), handle
+
+
+def _reset_session(sessions: ClientSessions, ctx: Any, args: dict[str, Any]) -> CallToolResult:
+    if not needs_handle(ctx):
+        sessions.reset(client_key(ctx))
+        return _text("The session was reset: the next run_code call starts with no variables.")
+    handle = args.get("session")
+    if not isinstance(handle, str) or not sessions.known(handle_key(handle)):
+        return _text("Nothing to reset: a run_code call without `session` starts empty.")
+    sessions.reset(handle_key(handle))
+    return _text(
+        f"The session {handle} was reset: its next run_code call starts with no variables.",
+        structured={"session": handle},
+    )
+
+
 async def _run_code(
     codemode: CodeMode,
     code: str,
@@ -211,6 +313,7 @@ async def _run_code(
     ctx: Any,
     config: McpServeConfig,
     client_level: str,
+    handle: str | None = None,
 ) -> CallToolResult:
     from mcp.shared.exceptions import MCPDeprecationWarning
 
@@ -244,7 +347,7 @@ async def _run_code(
         finally:
             forwarder.close()
             progress.done.set()
-    return render_run(result)
+    return render_run(result, session=handle)
 
 
 class _Progress:

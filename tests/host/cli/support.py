@@ -104,12 +104,14 @@ class Terminal:
         self.stream = pyte.ByteStream(self.screen)
 
     @classmethod
-    def start(cls, *args: str, cwd: Path | None = None, columns: int = 100) -> Terminal:
+    def start(
+        cls, *args: str, cwd: Path | None = None, columns: int = 100, **extra_env: str
+    ) -> Terminal:
         """Spawn ``dsh-code ARGS`` in a new pty of ``columns`` x 30."""
         process = pexpect.spawn(
             sys.executable,
             ["-m", "host.cli", *args],
-            env={**env(), "TERM": "xterm", "COLUMNS": str(columns)},
+            env={**env(**extra_env), "TERM": "xterm", "COLUMNS": str(columns)},
             cwd=str(cwd) if cwd else None,
             dimensions=(30, columns),
         )
@@ -147,6 +149,15 @@ class Terminal:
                 raise AssertionError(f"{text!r} not on the screen:\n" + "\n".join(self.lines()))
             if not self.pump() and not any(text in line for line in self.lines()):
                 raise AssertionError(f"EOF before {text!r}:\n" + "\n".join(self.lines()))
+
+    def wait_raw(self, text: bytes, count: int = 1, timeout: float = 30.0) -> None:
+        """Read until ``text`` has been written ``count`` times in all."""
+        deadline = time.monotonic() + timeout
+        while self.raw.count(text) < count:
+            if time.monotonic() > deadline or not self.pump():
+                raise AssertionError(
+                    f"{text!r} not written {count} times:\n" + "\n".join(self.lines())
+                )
 
     def finish(self, timeout: float = 30.0) -> int:
         """Read to EOF; the exit code (128 + N when killed by signal N)."""

@@ -305,3 +305,102 @@ def test_run_check_stops_a_bad_program_before_it_runs(tmp_path: Path, bindings: 
     error = out["error"]
     assert isinstance(error, dict) and error["kind"] == "parse"
     assert out["logs"] == []
+
+
+def test_call_style_sync_runs_plain_calls_and_async_asks_for_await(
+    tmp_path: Path, bindings: Path
+) -> None:
+    program = "return tools.add(a=2, b=3)"
+    assert _json(tmp_path, bindings, program, "--call-style", "sync") == (
+        0,
+        {"value": 5, "logs": []},
+    )
+    code, out = _json(tmp_path, bindings, program, "--call-style", "async")
+    error = out["error"]
+    assert code == 1 and isinstance(error, dict)
+    assert "await" in str(error["message"])
+    threaded = (
+        "import threading\nout = []\n"
+        "t = threading.Thread(target=lambda: out.append(tools.add(a=1, b=1)))\n"
+        "t.start()\nt.join()\nreturn out"
+    )
+    assert _json(tmp_path, bindings, threaded, "--call-style", "sync")[1]["value"] == [2]
+
+
+def test_sdk_and_check_follow_the_call_style(tmp_path: Path, bindings: Path) -> None:
+    sync = runner.invoke(app, ["sdk", "-b", str(bindings), "--call-style", "sync"])
+    assert sync.exit_code == 0, sync.output
+    assert "def add(*, a: int, b: int) -> int" in sync.stdout
+    assert "async def" not in sync.stdout
+    plain = _program(tmp_path, "return tools.add(a=1, b=2)")
+    checked = runner.invoke(app, ["check", str(plain), "-b", str(bindings), "--call-style", "sync"])
+    assert checked.exit_code == 0, checked.output
+    bad = runner.invoke(app, ["sdk", "-b", str(bindings), "--call-style", "threads"])
+    assert bad.exit_code == 2 and "--call-style must be async or sync" in bad.output
+    typescript = runner.invoke(
+        app, ["sdk", "-b", str(bindings), "--lang", "typescript", "--call-style", "sync"]
+    )
+    assert typescript.exit_code == 2 and "--lang python" in typescript.output
+
+
+def test_preload_imports_modules_before_the_program(tmp_path: Path, bindings: Path) -> None:
+    program = "import sys\nreturn ['colorsys' in sys.modules, 'wave' in sys.modules]"
+    assert _json(tmp_path, bindings, program)[1]["value"] == [False, False]
+    code, out = _json(tmp_path, bindings, program, "--preload", "colorsys", "--preload", "wave")
+    assert (code, out["value"]) == (0, [True, True])
+
+
+@pytest.mark.parametrize(
+    ("module", "needle"),
+    [("no_such_module_here", "no_such_module_here"), ("not a name", "--preload takes a module")],
+)
+def test_a_preload_that_cannot_be_imported_is_a_usage_error(
+    tmp_path: Path, bindings: Path, module: str, needle: str
+) -> None:
+    prog = _program(tmp_path, "return 1")
+    result = runner.invoke(app, ["run", str(prog), "-b", str(bindings), "--preload", module])
+    assert result.exit_code == 2, result.output
+    assert needle in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_ray_without_the_extra_is_a_usage_error_naming_it(
+    tmp_path: Path, bindings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    prog = _program(tmp_path, "return 1")
+    for args in (["run", str(prog)], ["mcp", "-b", str(bindings)]):
+        result = runner.invoke(app, [*args, "--ray", "auto"])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and "pip install 'dsh-code[ray]'" in lines[0], result.stderr
+    json_out = runner.invoke(app, ["run", str(prog), "--ray", "auto", "--json"])
+    assert json.loads(json_out.stdout)["error"]["kind"] == "usage"
+
+
+def test_ray_addresses_it_cannot_use_are_usage_errors(tmp_path: Path, bindings: Path) -> None:
+    prog = _program(tmp_path, "return 1")
+    client = runner.invoke(app, ["run", str(prog), "--ray", "ray://head:10001"])
+    assert client.exit_code == 2 and "ray://" in client.stderr
+    empty = runner.invoke(app, ["run", str(prog), "--ray", " "])
+    assert empty.exit_code == 2 and "--ray needs an address" in empty.stderr
+    with_session = runner.invoke(
+        app, ["run", str(prog), "--ray", "auto", "--session", str(tmp_path / "s.state")]
+    )
+    assert with_session.exit_code == 2 and "--session" in with_session.stderr
+
+
+def test_ray_at_an_address_nobody_listens_on_fails_at_once(tmp_path: Path) -> None:
+    import socket
+
+    from .support import run
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    prog = _program(tmp_path, "return 1")
+    done = run("run", str(prog), "--ray", f"127.0.0.1:{port}", "--json")
+    assert done.returncode == 2, done.stderr
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in done.stderr
+    assert json.loads(done.stdout)["error"]["kind"] == "usage"
+    assert "Traceback" not in done.stderr

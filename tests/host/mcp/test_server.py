@@ -59,6 +59,11 @@ def _client(server: Any, logs: _Logs) -> Client:
         return Client(server, logging_callback=logs, log_level="debug", cache=None)
 
 
+def _client_in(server: Any, mode: str) -> Client:
+    """A client of ``server`` negotiating ``mode`` ("legacy": the handshake and MCP sessions)."""
+    return Client(server, mode=mode, cache=None)
+
+
 def _command(*extra: str) -> list[str]:
     return [sys.executable, "-m", "host.cli", "mcp", "-b", str(BINDINGS), *extra]
 
@@ -79,7 +84,7 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
     params = StdioServerParameters(command=command[0], args=command[1:], env=child_env())
     async with _client(stdio_client(params), logs) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"run_code", "get_tool_schema", "list_tools"}
+        assert set(tools) == {"run_code", "get_tool_schema", "list_tools", "reset_session"}
         description = tools["run_code"].description or ""
         assert "async def multiply(*, a: int, b: int) -> int:" in description  # the SDK section
         assert "async def mcp__demo__add(" in description  # MCP tools behind MCP
@@ -171,7 +176,10 @@ async def test_streamable_http_on_localhost(http_server: str) -> None:
         result = await client.call_tool(
             "run_code", {"code": "print('over http')\nreturn await tools.greet(name='mcp')"}
         )
-        assert result.structured_content == {"logs": ["over http"], "result": "hello, mcp!"}
+        facts = dict(result.structured_content or {})
+        handle = facts.pop("session")  # 2026-07-28 over HTTP: no MCP session, so a handle
+        assert isinstance(handle, str) and len(handle) >= 16
+        assert facts == {"logs": ["over http"], "result": "hello, mcp!"}
         assert [data for _, data in logs.items] == ["over http"]
 
 
@@ -267,7 +275,7 @@ async def test_the_typescript_sdk_client_gets_a_budget_failure_before_its_timeou
     assert done.returncode == 0, done.stderr.decode()
     seen = json.loads(done.stdout)
     assert seen["defaultTimeoutMs"] > MCP_WALL_MS  # our default budget ends first
-    assert seen["tools"] == ["get_tool_schema", "list_tools", "run_code"]
+    assert seen["tools"] == ["get_tool_schema", "list_tools", "reset_session", "run_code"]
     runaway = seen["runaway"]
     assert runaway["isError"] is True
     facts = runaway["structuredContent"]["code_run"]
@@ -276,3 +284,106 @@ async def test_the_typescript_sdk_client_gets_a_budget_failure_before_its_timeou
     assert seen["progress"][0]["total"] == 2.5
     assert seen["quick"]["structuredContent"] == {"logs": [], "result": 42}
     assert seen["stderr"].startswith("dsh-code mcp: serving run_code over ")
+
+
+STEP_ONE = """
+import functools
+x = 20
+def add_x(n):
+    return n + x
+@functools.lru_cache
+def double(n):
+    return 2 * n
+class Box:
+    def __init__(self, v):
+        self.v = v
+box = Box(await tools.multiply(a=3, b=7))
+"""
+
+
+async def test_each_stdio_client_has_its_own_session_and_can_reset_it() -> None:
+    async with _client(_stdio(), _Logs()) as first, _client(_stdio(), _Logs()) as second:
+        tools = {tool.name: tool for tool in (await first.list_tools()).tools}
+        assert set(tools) == {"run_code", "get_tool_schema", "list_tools", "reset_session"}
+        assert "persist from one `run_code` call to the next" in (
+            tools["run_code"].description or ""
+        )
+        assert (
+            "session" not in tools["run_code"].input_schema["properties"]
+        )  # the pipe is the session
+
+        one = await first.call_tool("run_code", {"code": STEP_ONE})
+        assert one.is_error is False, one.content
+        two = await first.call_tool("run_code", {"code": "return [add_x(1), double(21), box.v]"})
+        assert two.structured_content == {"logs": [], "result": [21, 42, 21]}
+        other = await second.call_tool("run_code", {"code": "return 'x' in globals()"})
+        assert other.structured_content == {"logs": [], "result": False}  # a new client: empty
+
+        failed = await first.call_tool("run_code", {"code": "x = 99\n1 / 0"})
+        assert failed.is_error is True
+        kept = await first.call_tool("run_code", {"code": "return x"})
+        assert kept.structured_content == {"logs": [], "result": 20}  # a failed run changed nothing
+
+        dropped = await first.call_tool("run_code", {"code": "gen = (i for i in range(3))"})
+        facts = dropped.structured_content or {}
+        assert set(facts["state_dropped"]) == {"gen"}
+        assert "not carried to the next call" in dropped.content[0].text  # type: ignore[union-attr]
+
+        reset = await first.call_tool("reset_session", {})
+        assert reset.is_error is False
+        empty = await first.call_tool("run_code", {"code": "return 'x' in globals()"})
+        assert empty.structured_content == {"logs": [], "result": False}
+
+
+async def test_http_clients_get_independent_sessions(http_server: str) -> None:
+    async with (
+        _http(http_server) as http_a,
+        _http(http_server) as http_b,
+        _client_in(streamable_http_client(http_server, http_client=http_a), "legacy") as a,
+        _client_in(streamable_http_client(http_server, http_client=http_b), "legacy") as b,
+    ):
+        assert (await a.call_tool("run_code", {"code": "who = 'a'"})).is_error is False
+        assert (await b.call_tool("run_code", {"code": "who = 'b'"})).is_error is False
+        seen_a = await a.call_tool("run_code", {"code": "return who"})
+        seen_b = await b.call_tool("run_code", {"code": "return who"})
+        assert (seen_a.structured_content or {})["result"] == "a"
+        assert (seen_b.structured_content or {})["result"] == "b"
+
+
+async def test_http_without_mcp_sessions_carries_a_session_handle(http_server: str) -> None:
+    async with (
+        _http(http_server) as http,
+        _client_in(streamable_http_client(http_server, http_client=http), "auto") as client,
+    ):
+        assert client.protocol_version == "2026-07-28"  # no Mcp-Session-Id on this protocol
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert "session" in tools["run_code"].input_schema["properties"]
+        first = await client.call_tool("run_code", {"code": "n = 5"})
+        handle = (first.structured_content or {})["session"]
+        assert isinstance(handle, str) and handle in first.content[0].text  # type: ignore[union-attr]
+        again = await client.call_tool("run_code", {"code": "return n + 1", "session": handle})
+        assert (again.structured_content or {})["result"] == 6
+        fresh = await client.call_tool("run_code", {"code": "return 'n' in globals()"})
+        assert (fresh.structured_content or {})["result"] is False
+        assert (fresh.structured_content or {})["session"] != handle
+        await client.call_tool("reset_session", {"session": handle})
+        after = await client.call_tool(
+            "run_code", {"code": "return 'n' in globals()", "session": handle}
+        )
+        assert (after.structured_content or {})["result"] is False
+        unknown = await client.call_tool("run_code", {"code": "1", "session": "nope"})
+        assert unknown.is_error is True
+        assert "no session" in unknown.content[0].text  # type: ignore[union-attr]
+
+
+async def test_call_style_and_preload_reach_the_served_runs() -> None:
+    async with _client(_stdio("--call-style", "sync", "--preload", "colorsys"), _Logs()) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        description = tools["run_code"].description or ""
+        assert "def multiply(*, a: int, b: int) -> int:" in description
+        assert "async def multiply" not in description
+        result = await client.call_tool(
+            "run_code",
+            {"code": "import sys\nreturn [tools.multiply(a=6, b=7), 'colorsys' in sys.modules]"},
+        )
+        assert result.structured_content == {"logs": [], "result": [42, True]}
