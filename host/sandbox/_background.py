@@ -39,24 +39,37 @@ class Background:
         if sniffio.current_async_library() == "trio":
             import trio
 
-            trio.lowlevel.spawn_system_task(self._run, work, what)
+            trio.lowlevel.spawn_system_task(self._run_then_done, work, what)
             return
         task = asyncio.get_running_loop().create_task(self._run(work, what))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        # Counted off when the task ends, even if it is cancelled before it ever runs (as
+        # asyncio.run does to every task when its main coroutine returns).
+        task.add_done_callback(self._task_done)
 
     async def _run(self, work: Callable[[], Awaitable[None]], what: str) -> None:
         try:
             with anyio.CancelScope(shield=True):
                 await work()
         except anyio.get_cancelled_exc_class():
-            pass  # the event loop itself is ending: what is left goes with the process
+            pass  # the event loop is ending: the work freed what it could on its way out
         except BaseException:  # never let it crash the event loop or a trio run
             _log.exception("dsh-code: %s failed", what)
+
+    async def _run_then_done(self, work: Callable[[], Awaitable[None]], what: str) -> None:
+        try:
+            await self._run(work, what)
         finally:
-            self._pending -= 1
-            if self._pending == 0 and self._idle is not None:
-                self._idle.set()
+            self._done()
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._done()
+
+    def _done(self) -> None:
+        self._pending -= 1
+        if self._pending == 0 and self._idle is not None:
+            self._idle.set()
 
     async def wait(self) -> None:
         """Until every piece of work has ended."""

@@ -394,18 +394,20 @@ class Run(Intake):
     async def release(self) -> None:
         """After ``execute``: wait until every process of the run has exited, then free what
         it held (bounded by the settle timeout; the template sweeps what is left)."""
-        await self._wait_gone()
-        for fd in self._watched:
-            close_fd(fd)
-        self._watched = []
-        cgroup = self.slot.cgroup
-        if self.pid is not None and cgroup is not None:
-            await self._wait_cgroup_empty(cgroup)
-        if self._pidfd is not None:
-            close_fd(self._pidfd)
-            self._pidfd = None
-        self.slot.close()
-        self.slot.remove_workdir()
+        try:
+            await self._wait_gone()
+            cgroup = self.slot.cgroup
+            if self.pid is not None and cgroup is not None:
+                await self._wait_cgroup_empty(cgroup)
+        finally:  # also when the loop cancels this on its way out: the waits only, not the rest
+            for fd in self._watched:
+                close_fd(fd)
+            self._watched = []
+            if self._pidfd is not None:
+                close_fd(self._pidfd)
+                self._pidfd = None
+            self.slot.close()
+            self.slot.remove_workdir()
 
     async def _wait_cgroup_empty(self, cgroup: RunCgroup) -> None:
         """Until no process of the run is alive (a killed fork bomb takes a while to exit)."""

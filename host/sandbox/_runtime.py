@@ -309,8 +309,8 @@ class SubprocessRuntime:
         """After a run: its processes gone, its resources freed, its slot given back."""
         try:
             await run.release()
-            self._release_cgroup(run.slot)
         finally:
+            self._release_cgroup(run.slot)
             limiter.release_on_behalf_of(ticket)
             self._leave()
 

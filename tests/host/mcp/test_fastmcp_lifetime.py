@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import warnings
 from typing import Any
 
@@ -13,6 +14,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.experimental.transforms.code_mode import CodeMode
 
 from host.mcp import DshSandboxProvider
+from host.sandbox._options import default_workdir_root
 from tests.host.sandbox.conftest import our_cgroups
 
 
@@ -55,8 +57,17 @@ def test_the_shared_runtime_closes_when_a_trio_run_ends() -> None:
     assert our_cgroups() == []
 
 
+def _fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _workdirs() -> set[str]:
+    ours = f"-{os.getpid()}-"  # dsh-run-<pid namespace>-<pid>-...: this process's runtimes
+    return {p for p in os.listdir(default_workdir_root()) if p.startswith("dsh-run-") and ours in p}
+
+
 def test_a_loop_that_ends_right_after_a_run_leaves_nothing() -> None:
-    before = _children()
+    before, fds, workdirs = _children(), _fds(), _workdirs()
 
     async def main() -> Any:
         return await DshSandboxProvider().run("return 1")  # the run's release is still going
@@ -65,3 +76,5 @@ def test_a_loop_that_ends_right_after_a_run_leaves_nothing() -> None:
     gc.collect()
     assert not _children() - before
     assert our_cgroups() == []
+    assert _fds() - fds == set()  # the run's pipes and pidfd, the template's socket
+    assert _workdirs() - workdirs == set()
