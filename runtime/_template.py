@@ -75,6 +75,9 @@ _FDS_PER_RUN = 4
 _MAX_JOIN = 3
 
 
+_UNFREED: list[object] = []
+
+
 class _Forked(BaseException):  # a way out of the template's loop, not an error
     """Raised in a freshly forked child: the arguments of ``child_main``."""
 
@@ -318,6 +321,9 @@ def main(
     try:
         _serve(sock_fd, requested, run_uid, preload)
     except _Forked as forked:
+        # Kept, with the template's frames it holds: freeing them in a child would only copy
+        # the pages it shares with the template (a copy-on-write fault for each).
+        _UNFREED.append(forked)
         try:
             return child_main(*forked.args)
         except BaseException:
