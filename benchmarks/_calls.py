@@ -41,7 +41,7 @@ from benchmarks._peers import monty, monty_missing
 from host.codemode import DISPATCH_EVENT, CodeMode, CodeModeConfig
 from host.sandbox import SubprocessRuntime
 from host.tools import ToolRegistry, define_tool
-from runtime import RunRequest, RunResult
+from runtime import CodeRuntime, RunRequest, RunResult
 
 TIMED = (
     "# run {i}\n"
@@ -93,7 +93,7 @@ Runner = Callable[[str], Awaitable[RunResult]]
 class _Dsh:
     """One way of running programs with ``tools.noop`` and ``tools.slow`` in one style."""
 
-    def __init__(self, rt: SubprocessRuntime, style: str, codemode: bool) -> None:
+    def __init__(self, rt: CodeRuntime, style: str, codemode: bool) -> None:
         self.style = style
         self.events = 0
         if codemode:
