@@ -59,7 +59,12 @@ def burners(count: int = 2) -> Iterator[list[subprocess.Popen[bytes]]]:
     try:
         for _ in range(count):
             procs.append(
-                subprocess.Popen([sys.executable, "-I", "-S", "-c", BURN, str(os.getpid())])
+                subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", BURN, str(os.getpid())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
         time.sleep(0.1)  # past their start-up: both at full burn
         yield procs

@@ -31,22 +31,28 @@ def test_a_burner_stops_by_itself_when_its_parent_is_gone() -> None:
     # would): the burner sees its parent change and ends.
     middle = (
         "import subprocess, sys, os\n"
-        f"p = subprocess.Popen([sys.executable, '-I', '-S', '-c', {BURN!r}, str(os.getpid())])\n"
+        f"p = subprocess.Popen([sys.executable, '-I', '-S', '-c', {BURN!r}, str(os.getpid())], "
+        "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
         "print(p.pid, flush=True)\n"
         "os._exit(0)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", middle], capture_output=True, text=True, timeout=60, check=True
     )
-    pid = int(done.stdout.split()[0])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+    burner = psutil.Process(int(done.stdout.split()[0]))
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if burner.status() == psutil.STATUS_ZOMBIE:
+                    break
+            except psutil.NoSuchProcess:
                 break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the burner outlived its parent")
+    finally:
+        try:
+            burner.kill()
         except psutil.NoSuchProcess:
-            break
-        time.sleep(0.01)
-    else:
-        psutil.Process(pid).kill()
-        pytest.fail("the burner outlived its parent")
+            pass
