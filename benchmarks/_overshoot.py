@@ -232,6 +232,9 @@ async def measure(
         "after each budgeted one. Compute over = run() returned - called - budget - the same system's trivial-run "
         "p50; wall over = returned - called - budget (a wall budget runs from run() called). "
         "Monty's hot loop: `ResourceLimits(max_feed_duration_secs=0.1)`; its sleep: a caller's "
-        "`anyio.move_on_after(0.1)` around checkout + feed_run."
+        "`anyio.move_on_after(0.1)` around checkout + feed_run. On a busy machine the hot "
+        "loop gets less than a CPU, so it takes longer than the budget to burn the budget: "
+        "the compute over counts that too (monty's limit is wall time, so its figure does not); "
+        "the matrix's `settle over, estimate` column takes the burn rate out."
     )
     return trivial, monty_trivial

@@ -3,7 +3,8 @@
 Systems: ``SubprocessRuntime()`` (the default configuration: what a user gets first),
 ``SubprocessRuntime(isolation="process")``, pydantic-monty with a fresh worker per run
 (``Monty(max_checkouts_per_worker=1)``) and with a reused worker (``Monty()``), a fresh
-``python -c "<i> + 1"`` per run, and in-process ``compile`` + ``eval`` (the floor). Each is
+``python -I -S -c "<i> + 1"`` per run (a bare interpreter: the cheapest spawn), and in-process
+``compile`` + ``eval`` (the floor). Each is
 measured back to back, after a 2 ms pause and after a 50 ms pause (untimed, before each
 run: an agent pauses for its model, a batch does not). The program text is new every run,
 so no compile cache answers it. Systems are interleaved: each round runs a block of every
@@ -38,7 +39,7 @@ from host.sandbox import SubprocessRuntime
 from runtime import RunRequest
 
 PAUSES_MS = (0, 2, 50)
-PYTHON = "fresh `python` per run"
+PYTHON = "fresh `python -I -S` per run"
 DEFAULT_SYSTEM = f"{DSH}, SubprocessRuntime()"
 PROCESS_SYSTEM = f'{DSH}, SubprocessRuntime(isolation="process")'
 
@@ -143,7 +144,7 @@ def _targets(rows: dict[tuple[str, int], Row], level: str) -> None:
         [
             figure(fresh0, "monty fresh worker"),
             figure(reused0, "monty reused worker"),
-            figure(rows.get((PYTHON, 0)), "fresh `python`"),
+            figure(rows.get((PYTHON, 0)), "fresh `python -I -S`"),
         ]
     )
     rows[DEFAULT_SYSTEM, 0].target = relative(

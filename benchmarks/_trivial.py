@@ -69,13 +69,14 @@ def monty_block(pool: Any, row: Row, runs: int, pause_s: float, warmup: int = 1)
 
 
 def python_block(row: Row, runs: int, pause_s: float, warmup: int = 0) -> None:
-    """Time ``runs`` fresh ``python -c "<i> + 1"`` processes (this interpreter) into ``row``."""
+    """Time ``runs`` fresh ``python -I -S -c "<i> + 1"`` processes into ``row`` (this
+    interpreter, bare: no site-packages to scan, the cheapest Python spawn)."""
     for i in range(runs + warmup):
         program, _ = trivial_program()
         if pause_s:
             time.sleep(pause_s)
         t = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", program], check=False)
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", program], check=False)
         elapsed = (time.perf_counter() - t) * 1000
         if i < warmup:
             continue

@@ -46,9 +46,9 @@ def test_the_block_replaces_what_is_between_the_markers() -> None:
         replace_block("# no markers\n", "t")
 
 
-def _results(tmp_path: Path, **kwargs: object) -> Path:
+def _results(tmp_path: Path, *, quick: bool = False) -> Path:
     path = tmp_path / "results.json"
-    path.write_text(json.dumps(fake.results(**kwargs)))  # type: ignore[arg-type]
+    path.write_text(json.dumps(fake.results(quick=quick)))
     return path
 
 
