@@ -203,6 +203,8 @@ async def run(config: Config) -> Section:
     _sequential_monty(section, n)
     section.notes += [
         "burst (ms): time for the whole burst of 50 runs.",
+        "Not interleaved: this section is about throughput and leaks, so each system runs its "
+        "bursts and its sequential runs in one stretch (the 10,000 runs are back to back).",
         "Leaks are counted after the last run with the runtime still open (its template "
         "process and any pre-forked spare child are descendants) and again after closing it; "
         "run directories are counted in a private directory the runtime is pointed at.",
