@@ -5,14 +5,20 @@
   time from ``run()`` called to returned and the host's CPU over it (alone); then again with
   trivial runs back to back beside it on the same runtime, each one's latency, and the
   longest stall of the event loop (a task sleeping 1 ms in a loop: the most it woke late);
-- a flood of tiny lines (``print("x")`` forever) with the default caps, and a flood of
+- a flood of tiny lines (``print("xy")`` forever: each line a new string object on the host,
+  where a one-character line would be CPython's cached one) with the default caps, and a flood of
   queued calls (8,000 calls of 10 KB each to a binding that never answers, under a 3 s wall
   budget): the host's peak RSS growth over the run (``/proc/self/statm`` sampled every 2 ms
-  by a thread) beside the bound that applies (the output cap, ``max_call_bytes``).
+  by a thread, after ``gc.collect()`` and glibc's ``malloc_trim(0)`` so that memory freed by
+  earlier runs is not silently reused) beside the bound that applies (the output cap,
+  ``max_call_bytes``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import inspect
 import os
 import threading
@@ -29,7 +35,7 @@ from runtime import Limits, RunRequest
 __all__ = ("RssPeak", "run")
 
 LINE = 'print("x" * (64 << 20))\n'
-TINY = 'while True:\n    print("x")\n'
+TINY = 'while True:\n    print("xy")\n'
 CALLS = (
     "import asyncio\n"
     "pad = 'x' * 10_000\n"
@@ -39,6 +45,13 @@ CALLS = (
 WALL_MS = 3000
 ONE_LINE = f"64 MiB in one line, max_wall_ms={WALL_MS}"
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _trim() -> None:
+    """Give memory freed by earlier runs back to the OS (glibc), so the growth is this run's."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _rss() -> int:
@@ -60,6 +73,7 @@ class RssPeak:
             self.peak = max(self.peak, _rss())
 
     def __enter__(self) -> RssPeak:
+        _trim()
         self.before = self.peak = _rss()
         self._thread.start()
         return self
@@ -138,6 +152,7 @@ async def _rss_of(rt: SubprocessRuntime, request: RunRequest, row: Row, cap: int
     row.metrics["value"].append(rss.growth_mib)
     row.metrics["growth / bound"].append(rss.growth_mib * 2**20 / cap)
     row.facts.setdefault("error_kinds", Counter())[_kind(r)] += 1
+    row.facts["log_lines_kept"] = len(r.logs)
     if r.error is None:
         row.failures += 1
 
@@ -171,7 +186,7 @@ async def run(config: Config) -> Section:
     defaults = Limits()
     tiny = section.add(
         Row(
-            "flood of tiny lines (print('x') forever), default caps: host RSS growth",
+            "flood of tiny lines (print('xy') forever), default caps: host RSS growth",
             DSH,
             "MiB",
             {"value": [], "growth / bound": []},
