@@ -10,8 +10,8 @@ Workloads:
 - a 1 MiB pandas DataFrame (65,536 rows, two float64 columns, seeded) that each step reads,
   on ``SubprocessRuntime(preload=("numpy", "pandas"))`` (needs the ``bench`` extra).
 
-Each step and stateless run follows an untimed pause (back to back, and 2 ms: an agent's
-steps wait for its model); the program texts are new every run. A step that does not give
+Each step and stateless run follows an untimed pause (back to back, 2 ms and 50 ms: an
+agent's steps wait for its model; half as many sessions after 50 ms); the program texts are new every run. A step that does not give
 its value (or a stateless run that does not) is a failure, its pair in no sample.
 """
 
@@ -30,7 +30,7 @@ from host.sandbox import SubprocessRuntime
 from runtime import RunRequest
 
 STEPS = 10
-PAUSES_MS = (0, 2)
+PAUSES_MS = (0, 2, 50)
 DICT = "1,000-entry dict + a function per step"
 FRAME = "1 MiB pandas DataFrame (preloaded numpy, pandas)"
 
@@ -128,8 +128,10 @@ async def run(config: Config) -> Section:
             }
     preload = ("numpy", "pandas") if have_pandas else ()
     async with SubprocessRuntime() as plain, SubprocessRuntime(preload=preload) as preloaded:
-        for _ in range(sessions):
+        for i in range(sessions):
             for (workload, pause), by in rows.items():
+                if pause >= 50 and i % 2:
+                    continue  # half as many sessions after a 50 ms pause: they are slow
                 rt = preloaded if workload == FRAME else plain
                 await _session(rt, by, workload, pause / 1000)
     for (workload, pause), by in rows.items():
