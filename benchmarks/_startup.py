@@ -14,6 +14,7 @@ is not counted. Failed runs are counted in their own column.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -77,51 +78,44 @@ async def run(config: Config) -> Section:
     rows: dict[tuple[str, int], Row] = {}
     blocks: dict[str, Callable[[Row, int, float], Any]] = {}
 
-    async with SubprocessRuntime() as default, SubprocessRuntime(isolation="process") as process:
+    systems = [DEFAULT_SYSTEM, PROCESS_SYSTEM, MONTY_FRESH, MONTY_REUSED, PYTHON]
+    for system in systems:
+        for pause in PAUSES_MS:
+            if system in (MONTY_FRESH, MONTY_REUSED) and pm is None:
+                section.add(Unavailable(workload(pause), system, "ms", monty_missing()))
+                continue
+            rows[system, pause] = section.add(Row(workload(pause), system, "ms", {"value": []}))
+    async with contextlib.AsyncExitStack() as stack:
+        default = await stack.enter_async_context(SubprocessRuntime())
+        process = await stack.enter_async_context(SubprocessRuntime(isolation="process"))
         level = await isolation_of(default)
-        systems = [DEFAULT_SYSTEM, PROCESS_SYSTEM, MONTY_FRESH, MONTY_REUSED, PYTHON]
-        pools: list[Any] = []
+
+        async def on_default(row: Row, n: int, pause_s: float) -> None:
+            await dsh_block(default, row, n, pause_s)
+
+        async def on_process(row: Row, n: int, pause_s: float) -> None:
+            await dsh_block(process, row, n, pause_s)
+
+        blocks[DEFAULT_SYSTEM] = on_default
+        blocks[PROCESS_SYSTEM] = on_process
+        blocks[PYTHON] = python_block
         if pm is not None:
-            fresh_pool = pm.Monty(max_checkouts_per_worker=1)
-            reused_pool = pm.Monty()
-            pools = [fresh_pool.__enter__(), reused_pool.__enter__()]
-        try:
-            for system in systems:
+            fresh = stack.enter_context(pm.Monty(max_checkouts_per_worker=1))
+            reused = stack.enter_context(pm.Monty())
+            blocks[MONTY_FRESH] = lambda row, n, p: monty_block(fresh, row, n, p)
+            blocks[MONTY_REUSED] = lambda row, n, p: monty_block(reused, row, n, p)
+        for r in range(rounds):
+            order = systems[r % len(systems) :] + systems[: r % len(systems)]
+            for system in order:
+                if system not in blocks:
+                    continue
                 for pause in PAUSES_MS:
-                    if system in (MONTY_FRESH, MONTY_REUSED) and pm is None:
-                        section.add(Unavailable(workload(pause), system, "ms", monty_missing()))
-                        continue
-                    rows[system, pause] = section.add(
-                        Row(workload(pause), system, "ms", {"value": []})
+                    await anyio.sleep(SETTLE_S)
+                    done = blocks[system](
+                        rows[system, pause], _block_size(system, pause), pause / 1000
                     )
-
-            async def on_default(row: Row, n: int, pause_s: float) -> None:
-                await dsh_block(default, row, n, pause_s)
-
-            async def on_process(row: Row, n: int, pause_s: float) -> None:
-                await dsh_block(process, row, n, pause_s)
-
-            blocks[DEFAULT_SYSTEM] = on_default
-            blocks[PROCESS_SYSTEM] = on_process
-            if pools:
-                blocks[MONTY_FRESH] = lambda row, n, p: monty_block(pools[0], row, n, p)
-                blocks[MONTY_REUSED] = lambda row, n, p: monty_block(pools[1], row, n, p)
-            blocks[PYTHON] = python_block
-
-            for r in range(rounds):
-                order = systems[r % len(systems) :] + systems[: r % len(systems)]
-                for system in order:
-                    if system not in blocks:
-                        continue
-                    for pause in PAUSES_MS:
-                        await anyio.sleep(SETTLE_S)
-                        size = _block_size(system, pause)
-                        done = blocks[system](rows[system, pause], size, pause / 1000)
-                        if done is not None:
-                            await done
-        finally:
-            for pool in pools:
-                pool.__exit__(None, None, None)
+                    if done is not None:
+                        await done
 
     floor = section.add(Row(workload(0), f"{FLOOR}: compile + eval (floor)", "ms", {"value": []}))
     floor_block(floor, config.n(40, 500))

@@ -68,7 +68,7 @@ def monty_block(pool: Any, row: Row, runs: int, pause_s: float, warmup: int = 1)
             row.failures += 1
 
 
-def python_block(row: Row, runs: int, pause_s: float, warmup: int = 0) -> None:
+def python_block(row: Row, runs: int, pause_s: float, warmup: int = 1) -> None:
     """Time ``runs`` fresh ``python -I -S -c "<i> + 1"`` processes into ``row`` (this
     interpreter, bare: no site-packages to scan, the cheapest Python spawn)."""
     for i in range(runs + warmup):
