@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks._budgets import Idle, _finish, _row
-from benchmarks._common import DSH, Row, Section
-from benchmarks._overshoot import HOT, OVER, PLAIN, TRIVIAL, _settle
+from benchmarks._budgets import ESTIMATE, Idle, _finish, _row, _settle_beside_target
+from benchmarks._common import DSH, Row, Section, Target
+from benchmarks._overshoot import BUDGET_MS, HOT, OVER, PLAIN, TRIVIAL, _settle
 
 
 def test_a_compute_overshoot_is_plain_minus_the_trivial_run() -> None:
@@ -44,3 +44,15 @@ def test_the_idle_baseline_is_a_fitted_line_never_negative() -> None:
     assert idle.cost(400) == pytest.approx(4.0)
     assert Idle([(100.0, 5.0), (200.0, 1.0)]).cost(10_000) == 0.0
     assert Idle([(100.0, 2.0), (100.0, 2.0)]).cost(50) == pytest.approx(2.0)  # no spread
+
+
+def test_the_target_row_shows_the_matrix_settle_estimate_beside_it() -> None:
+    section = Section("budgets", "t", "m")
+    hot = Row(HOT, DSH, "ms", {OVER: [25.0]}, target=Target("p50", "<=", 2, peer="monty 0.4 ms"))
+    matrix = _row(section, "Python hot loop", BUDGET_MS, "compute", DSH)
+    matrix.metrics[ESTIMATE] += [1.0, 2.0, 3.0]
+    _settle_beside_target([hot, *section.rows])
+    assert hot.target is not None
+    assert hot.target.peer == (
+        "monty 0.4 ms; dsh-code settle after the crossing (matrix, estimate) 2 / 3 ms"
+    )
