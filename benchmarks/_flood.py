@@ -226,13 +226,13 @@ async def run(config: Config) -> Section:
         "<=",
         1000,
         metric="host CPU (ms)",
-        what="issue 12: host CPU for a 64 MiB line",
+        what="host CPU for a 64 MiB line (containment)",
     )
     settle.target = Target(
-        "max", "<=", WALL_MS + 50, what="issue 12: a 64 MiB line settles within 3 s + 50 ms"
+        "max", "<=", WALL_MS + 50, what="a 64 MiB line settles within 3 s + 50 ms (containment)"
     )
     stall.target = Target(
-        "max", "<=", 50, what="issue 12: a run beside a 64 MiB line is not delayed by > 50 ms"
+        "max", "<=", 50, what="a run beside a 64 MiB line is not delayed by > 50 ms (containment)"
     )
     tiny.note = f"bound: the output cap, {defaults.max_output_bytes >> 20} MiB (Limits())"
     queued.note = f"bound: max_call_bytes, {max_call_bytes >> 20} MiB (SubprocessRuntime())"
