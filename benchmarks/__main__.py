@@ -1,7 +1,8 @@
 """The harness's command line: run the sections, write results.md, results.json and plots.
 
 Usage: ``.venv/bin/python -m benchmarks [--quick] [--out DIR] [--only SECTION,...]``.
-Sections: startup, calls, compute, budgets, heap, output, scale (all by default). ``--quick``
+Sections: startup, calls, compute, budgets, preload, sessions, load, heap, output, flood,
+scale (all by default, in that order). ``--quick``
 is a small version (under about a minute); the full run takes several minutes.
 """
 
@@ -18,15 +19,20 @@ from typing import Any
 
 import anyio
 
-from benchmarks import _budgets, _calls, _compute, _heap, _output, _scale, _startup
-from benchmarks._common import (
-    Config,
-    Section,
-    machine_info,
-    prefork_option,
-    runtime_defaults,
-    tools_pipeline,
+from benchmarks import (
+    _budgets,
+    _calls,
+    _compute,
+    _flood,
+    _heap,
+    _load,
+    _output,
+    _preload,
+    _scale,
+    _sessions,
+    _startup,
 )
+from benchmarks._common import Config, Section, load_average, machine_info
 from benchmarks._peers import monty_version
 from benchmarks._plots import matplotlib_missing, plot
 from benchmarks._report import to_json, to_markdown
@@ -36,8 +42,12 @@ SECTIONS: dict[str, Callable[[Config], Awaitable[Section]]] = {
     "calls": _calls.run,
     "compute": _compute.run,
     "budgets": _budgets.run,
+    "preload": _preload.run,
+    "sessions": _sessions.run,
+    "load": _load.run,
     "heap": _heap.run,
     "output": _output.run,
+    "flood": _flood.run,
     "scale": _scale.run,
 }
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -53,16 +63,28 @@ async def _default_isolation() -> str:
     return result.stats.isolation if result.stats is not None else "unknown"
 
 
+def _runtime_defaults() -> str:
+    """``SubprocessRuntime``'s defaults that matter here, as text (for the report)."""
+    import inspect
+
+    from host.sandbox import SubprocessRuntime
+
+    params = inspect.signature(SubprocessRuntime).parameters
+    shown = [
+        f"{name}={params[name].default!r}"
+        for name in ("max_concurrent_runs", "prefork", "isolation", "use_cgroups")
+        if name in params
+    ]
+    return "SubprocessRuntime(" + ", ".join(shown) + ")"
+
+
 def _features() -> dict[str, str]:
-    prefork = prefork_option()
-    pipeline = tools_pipeline()
     version = monty_version()
     plots = matplotlib_missing()
     return {
-        "pre-forked child": "available" if prefork else "not available",
-        "dsh-code rows without a qualifier use": runtime_defaults()
-        + f", giving isolation {anyio.run(_default_isolation)!r}",
-        "tool pipeline": "available" if not isinstance(pipeline, str) else "not available",
+        "dsh-code rows use the default configuration unless they say otherwise": (
+            _runtime_defaults() + f", giving isolation {anyio.run(_default_isolation)!r}"
+        ),
         "pydantic-monty": version or "not installed",
         "plots": "matplotlib" if plots is None else "not available (no matplotlib)",
     }
@@ -84,7 +106,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="dsh-code benchmark harness: start-up, binding calls, compute, budgets, "
-        "heap cap, output cap, scale; pydantic-monty side by side where installed.",
+        "preload, sessions, load, heap cap, output cap, floods, scale; pydantic-monty side by side "
+        "where installed.",
     )
     parser.add_argument("--quick", action="store_true", help="a small version (< ~1 minute)")
     parser.add_argument(
@@ -115,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     sections: list[Section] = anyio.run(_run_all, config, names, log)
-    with open("/proc/loadavg") as f:
-        load_end = [float(x) for x in f.read().split()[:3]]
+    load_end = load_average()
     meta: dict[str, Any] = {
         "machine": machine,
         "load_avg_at_end": load_end,

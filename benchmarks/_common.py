@@ -1,66 +1,78 @@
-"""Shared pieces of the benchmark harness: the result model, statistics, the machine, features.
+"""Shared pieces of the benchmark harness: the result model, statistics, targets, the machine.
 
-Nothing here measures anything by itself: each section module (``_startup``, ``_calls``,
-``_compute``, ``_budgets``, ``_heap``, ``_output``, ``_scale``) returns a ``Section`` of
-``Row``s, each row a workload run by one system with its raw samples, and ``_report``
-turns them into the markdown table, the JSON file and the plots.
+Nothing here measures anything by itself: each section module returns a ``Section`` of
+``Row``s, each row a workload run by one system with its raw samples and its failed runs
+(counted apart, never in the samples), and ``_report`` turns them into the markdown table
+and the JSON document. A ``Target`` is one line of issue 15's table (or DESIGN.md's): a
+statistic of one metric compared with a bound, the bound absolute or made from a same-run
+figure of another row (``relative``).
 """
 
 from __future__ import annotations
 
-import inspect
+import itertools
 import os
 import platform
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 __all__ = (
     "DSH",
-    "DSH_PREFORK",
-    "DSH_TEMPLATE",
     "FLOOR",
     "MONTY",
+    "MONTY_FRESH",
+    "MONTY_REUSED",
     "Config",
     "Row",
     "Section",
     "Target",
     "Unavailable",
+    "figure",
     "host_cpu_ms",
-    "isolation_levels",
+    "load_average",
     "machine_info",
     "machine_label",
     "mono",
     "pct",
-    "prefork_option",
-    "runtime_defaults",
+    "relative",
+    "stat",
     "summarize",
-    "template_option",
-    "tools_pipeline",
-    "workdir_option",
+    "trivial_program",
 )
 
 DSH = "dsh-code"
-DSH_TEMPLATE = "dsh-code (template fork)"
-DSH_PREFORK = "dsh-code (pre-forked child)"
 FLOOR = "in-process CPython"
 MONTY = "pydantic-monty"
+MONTY_FRESH = f"{MONTY} (fresh worker per run)"
+MONTY_REUSED = f"{MONTY} (reused worker)"
+
+Stat = Literal["p50", "p95", "max"]
+Op = Literal["<=", ">="]
 
 
 @dataclass(frozen=True)
 class Config:
-    """How much to run: ``quick`` is the small version (well under a minute)."""
+    """How much to run: ``quick`` is the small version (about a minute)."""
 
     quick: bool
-    backend: str = "asyncio"
 
     def n(self, quick: int, full: int) -> int:
         """A repetition count: ``quick`` in quick mode, ``full`` otherwise."""
         return quick if self.quick else full
+
+
+_programs = itertools.count(1)
+
+
+def trivial_program() -> tuple[str, int]:
+    """A trivial program never run before in this process (``f"{i} + 1"``) and its value:
+    a fresh text per run, so no compile cache answers it."""
+    i = next(_programs)
+    return f"{i} + 1", i + 1
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -85,26 +97,53 @@ def summarize(samples: list[float]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Target:
-    """A performance target from DESIGN.md: ``stat op value`` on one metric of a row."""
+    """``stat op value`` on one metric of a row; ``value`` None when it could not be made
+    (a relative target whose reference has no data)."""
 
-    stat: Literal["p50", "p95", "max"]
-    op: Literal["<=", ">="]
-    value: float
+    stat: Stat
+    op: Op
+    value: float | None
     metric: str = "value"
+    what: str = ""
+    """The target's name in issue 15's table (the README table's first column)."""
+    basis: str = ""
+    """How a relative value was made, e.g. "1.0x pydantic-monty fresh worker (2.71 ms)"."""
+    stretch: float | None = None
+    peer: str = ""
+    """The peer's same-run figure, as text."""
 
     def text(self, unit: str) -> str:
-        return f"{self.stat} {'≤' if self.op == '<=' else '≥'} {self.value:g} {unit}".strip()
+        sign = "≤" if self.op == "<=" else "≥"
+        bound = "n/a" if self.value is None else f"{_num(self.value)} {unit}".strip()
+        out = f"{self.stat} {sign} {bound}"
+        if self.basis:
+            out += f" ({self.basis})"
+        if self.stretch is not None:
+            out += f"; stretch {sign} {_num(self.stretch)} {unit}".rstrip()
+        return out
+
+    def _holds(self, got: float, bound: float | None) -> bool | None:
+        if bound is None:
+            return None
+        return got <= bound if self.op == "<=" else got >= bound
 
     def check(self, samples: list[float]) -> bool | None:
-        if not samples:
+        """Met, not met, or None (no samples, or no bound)."""
+        return self._holds(summarize(samples)[self.stat], self.value) if samples else None
+
+    def check_stretch(self, samples: list[float]) -> bool | None:
+        if not samples or self.stretch is None:
             return None
-        got = summarize(samples)[self.stat]
-        return got <= self.value if self.op == "<=" else got >= self.value
+        return self._holds(summarize(samples)[self.stat], self.stretch)
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
 
 
 @dataclass
 class Row:
-    """One workload run by one system: raw samples per metric, facts, and a note."""
+    """One workload run by one system: raw samples per metric, failed runs, facts, a note."""
 
     workload: str
     system: str
@@ -114,6 +153,8 @@ class Row:
     note: str = ""
     available: bool = True
     target: Target | None = None
+    failures: int = 0
+    """Runs that did not do what the workload expects; their times are in no metric."""
 
     @property
     def samples(self) -> list[float]:
@@ -125,19 +166,35 @@ class Row:
             return None
         return self.target.check(self.metrics.get(self.target.metric, []))
 
+    def stretch_met(self) -> bool | None:
+        if self.target is None or not self.available:
+            return None
+        return self.target.check_stretch(self.metrics.get(self.target.metric, []))
+
     def to_json(self, keep_samples: int = 20_000) -> dict[str, Any]:
         out: dict[str, Any] = {
             "workload": self.workload,
             "system": self.system,
             "unit": self.unit,
             "available": self.available,
+            "failures": self.failures,
             "metrics": {name: summarize(s) for name, s in self.metrics.items()},
             "facts": self.facts,
             "note": self.note,
         }
         if self.target is not None:
-            out["target"] = self.target.text(self.unit)
-            out["target_met"] = self.target_met()
+            out["target"] = {
+                "what": self.target.what,
+                "text": self.target.text(self.unit),
+                "stat": self.target.stat,
+                "op": self.target.op,
+                "value": self.target.value,
+                "metric": self.target.metric,
+                "stretch": self.target.stretch,
+                "peer": self.target.peer,
+                "met": self.target_met(),
+                "stretch_met": self.stretch_met(),
+            }
         out["samples"] = {name: s[:keep_samples] for name, s in self.metrics.items()}
         return out
 
@@ -176,6 +233,48 @@ class Section:
         }
 
 
+def stat(row: Row | None, name: Stat = "p50", metric: str = "value") -> float | None:
+    """One statistic of a row's metric, or None when the row has no samples."""
+    if row is None or not row.available:
+        return None
+    samples = row.metrics.get(metric, [])
+    return summarize(samples)[name] if samples else None
+
+
+def figure(row: Row | None, label: str = "", metric: str = "value") -> str:
+    """A row's p50 / p95 as text for a target's peer column ("label 2.71 / 3.20 ms")."""
+    name = label or (row.system if row is not None else "")
+    p50, p95 = stat(row, "p50", metric), stat(row, "p95", metric)
+    if row is None or p50 is None or p95 is None:
+        why = row.note if row is not None and not row.available else "no data"
+        return f"{name}: {why}"
+    return f"{name} {_num(p50)} / {_num(p95)} {row.unit}"
+
+
+def relative(
+    target: Target,
+    factor: float,
+    reference: Row | None,
+    label: str,
+    *,
+    plus: float | None = 0.0,
+    plus_label: str = "",
+    stretch_factor: float | None = None,
+) -> Target:
+    """``target`` with its bound made from a same-run figure: ``factor`` x the reference
+    row's statistic (its ``target.stat`` of ``value``), plus ``plus`` (None: unknown)."""
+    ref = stat(reference, target.stat)
+    if ref is None or plus is None:
+        return replace(target, value=None, basis=f"{factor:g}x {label}: no data")
+    extra = f" + {plus_label} ({_num(plus)})" if plus_label else ""
+    return replace(
+        target,
+        value=factor * ref + plus,
+        basis=f"{factor:g}x {label} ({_num(ref)}){extra}",
+        stretch=None if stretch_factor is None else stretch_factor * ref + plus,
+    )
+
+
 def mono() -> float:
     """CLOCK_MONOTONIC in seconds: the clock a child can read too (shared across processes)."""
     return time.clock_gettime(time.CLOCK_MONOTONIC)
@@ -212,15 +311,19 @@ def _git_commit() -> str:
         return "unknown"
 
 
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages."""
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
 def machine_info() -> dict[str, Any]:
     """Facts about this machine and moment: cores, CPU model, load average, versions."""
-    with open("/proc/loadavg") as f:
-        load = [float(x) for x in f.read().split()[:3]]
     return {
         "nproc": len(os.sched_getaffinity(0)),
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
-        "load_avg_at_start": load,
+        "load_avg_at_start": load_average(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "git_commit": _git_commit(),
@@ -232,76 +335,3 @@ def machine_label(info: dict[str, Any]) -> str:
     """A one-line label for figures: cores, CPU model, load average at start."""
     load = "/".join(f"{x:.2f}" for x in info["load_avg_at_start"])
     return f"{info['nproc']} cores, {info['cpu_model']}, load avg {load} at start, {info['date_utc']} UTC"
-
-
-def _runtime_params() -> Any:
-    from host.sandbox import SubprocessRuntime
-
-    return inspect.signature(SubprocessRuntime).parameters
-
-
-def has_runtime_option(name: str) -> bool:
-    """True if ``SubprocessRuntime`` takes the keyword argument ``name``."""
-    return name in _runtime_params()
-
-
-def _prefork_name() -> str | None:
-    params = _runtime_params()
-    for name in ("prefork", "preforked", "pre_fork", "prefork_children", "warm_children"):
-        if name in params:
-            return name
-    return None
-
-
-def prefork_option(count: int = 2) -> dict[str, Any] | None:
-    """Keyword arguments that make ``SubprocessRuntime`` keep ``count`` children forked ahead
-    of time, or None when this build of the runtime has no such option (feature detection).
-    """
-    name = _prefork_name()
-    return None if name is None else {name: count}
-
-
-def template_option() -> dict[str, Any]:
-    """Keyword arguments that make every run fork a fresh child from the template at run time."""
-    name = _prefork_name()
-    return {} if name is None else {name: 0}
-
-
-def runtime_defaults() -> str:
-    """``SubprocessRuntime``'s defaults that matter here, as text (for the report)."""
-    params = _runtime_params()
-    shown = [
-        f"{name}={params[name].default!r}"
-        for name in ("max_concurrent_runs", _prefork_name())
-        if name is not None and name in params
-    ]
-    return "SubprocessRuntime(" + ", ".join(shown) + ")"
-
-
-def isolation_levels() -> list[str | None]:
-    """The isolation levels to compare in start-up: ``[None]`` (the runtime's only one) when
-    ``SubprocessRuntime`` has no ``isolation`` option, else ``["process", "namespaces"]``.
-    """
-    return ["process", "namespaces"] if "isolation" in _runtime_params() else [None]
-
-
-def workdir_option(path: str) -> dict[str, Any] | None:
-    """Keyword arguments putting run directories under ``path``, or None if not supported."""
-    return {"workdir_root": path} if "workdir_root" in _runtime_params() else None
-
-
-def tools_pipeline() -> tuple[Callable[[], Any], Any] | str:
-    """``(registry factory, host.tools module)`` when ``host.tools`` has a registry with an
-    ``invoke`` coroutine, else a string saying why not (feature detection).
-    """
-    try:
-        from host import tools
-    except Exception as exc:  # the package is being built: any import failure means "not yet"
-        return f"host.tools does not import ({type(exc).__name__}: {exc})"
-    for name in ("Registry", "ToolRegistry"):
-        cls = getattr(tools, name, None)
-        if cls is not None and inspect.iscoroutinefunction(getattr(cls, "invoke", None)):
-            if not callable(getattr(tools, "define_tool", None)):
-                return "host.tools has no define_tool"
-            return cls, tools
-    return "host.tools has no Registry/ToolRegistry with an async invoke"

@@ -1,8 +1,9 @@
 """Rendering of the harness's results: the markdown table and the JSON document.
 
-The markdown has a targets summary (each DESIGN.md target, the row it applies to, the
-measured statistic, met or not) and one table per section: a row per workload and system,
-p50 / p95 / max of each metric, the sample count, the target and notes.
+The markdown has a targets summary (each target of issue 15's table, the row it applies to,
+the measured statistic, met or not, the stretch, the peer's same-run figure) and one table
+per section: a row per workload and system, p50 / p95 / max of each metric, the sample
+count, the failed runs (never in the samples), the target and notes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from benchmarks._common import Row, Section, machine_label, summarize
 
-__all__ = ("fmt", "to_json", "to_markdown")
+__all__ = ("fmt", "to_json", "to_markdown", "verdict")
 
 
 def fmt(value: float | None) -> str:
@@ -54,14 +55,14 @@ def _section_table(section: Section) -> list[str]:
         head += [f"{name}: p50 / p95 / max" for name in section.metric_names]
     else:
         head += ["p50", "p95", "max"]
-    head += ["n", "unit", "target", "notes"]
+    head += ["n", "failed", "unit", "target", "notes"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in section.rows:
         cells = [_escape(row.workload), _escape(row.system)]
         cells += [str(row.facts.get(name, "")) for name in section.fact_columns]
         if not row.available:
             width = len(section.metric_names) if multi else 3
-            cells += ["n/a"] * width + ["0", row.unit, _met(row), _escape(row.note)]
+            cells += ["n/a"] * width + ["0", "", row.unit, _met(row), _escape(row.note)]
             lines.append("| " + " | ".join(cells) + " |")
             continue
         if multi:
@@ -71,30 +72,49 @@ def _section_table(section: Section) -> list[str]:
             cells += [fmt(s.get("p50")), fmt(s.get("p95")), fmt(s.get("max"))]
         extra = {k: v for k, v in row.facts.items() if k in ("calls_per_s_at_p50",)}
         note = row.note + "".join(f"; {k}: {v}" for k, v in extra.items())
-        cells += [str(len(row.samples)), row.unit, _met(row), _escape(note.strip("; "))]
+        cells += [
+            str(len(row.samples)),
+            str(row.failures),
+            row.unit,
+            _met(row),
+            _escape(note.strip("; ")),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
+def verdict(met: bool | None) -> str:
+    """ "yes", "no" or "n/a" (no data)."""
+    return "yes" if met else ("no" if met is not None else "n/a")
+
+
 def _targets(sections: list[Section]) -> list[str]:
     lines = [
-        "| target | workload | system | measured | met |",
-        "|---|---|---|---|---|",
+        "| what | target | system | measured | n | failed | met | stretch met | peer, same run |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for section in sections:
         for row in section.rows:
-            if row.target is None:
+            target = row.target
+            if target is None:
                 continue
-            samples = row.metrics.get(row.target.metric, []) if row.available else []
+            samples = row.metrics.get(target.metric, []) if row.available else []
             measured = (
-                f"{fmt(summarize(samples).get(row.target.stat))} {row.unit}" if samples else "n/a"
+                f"{fmt(summarize(samples).get(target.stat))} {row.unit}" if samples else "n/a"
             )
-            met = row.target_met()
-            verdict = "yes" if met else ("no" if met is not None else "n/a")
-            lines.append(
-                f"| {row.target.text(row.unit)} | {_escape(row.workload)} | "
-                f"{_escape(row.system)} | {measured} | {verdict} |"
-            )
+            stretch = verdict(row.stretch_met()) if target.stretch is not None else ""
+            cells = [
+                target.what or row.workload,
+                target.text(row.unit),
+                row.system,
+                measured,
+                str(len(samples)),
+                str(row.failures),
+                verdict(row.target_met()),
+                stretch,
+                target.peer,
+            ]
+            lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
     return lines
 
 
@@ -127,7 +147,7 @@ def to_markdown(meta: dict[str, Any], sections: list[Section]) -> str:
             if machine["load_avg_at_start"][0] > machine["nproc"]
             else []
         ),
-        "## Targets (DESIGN.md)",
+        "## Targets (issue 15's table)",
         "",
         *_targets(sections),
         "",

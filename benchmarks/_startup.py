@@ -1,146 +1,176 @@
-"""Section 1: a trivial program end to end (``1 + 1``), from ``run()`` called to result back.
+"""Section 1: a trivial run end to end (``f"{i} + 1"``), from ``run()`` called to its result.
 
-Systems: a child forked ahead of time (when the runtime has that option), a fresh child
-forked from the template process (the default), a direct ``python -c pass`` spawn, in-process
-``exec`` of the compiled program (the floor), and pydantic-monty with a reused worker and
-with a fresh worker per session (``max_checkouts_per_worker=1``).
+Systems: ``SubprocessRuntime()`` (the default configuration: what a user gets first),
+``SubprocessRuntime(isolation="process")``, pydantic-monty with a fresh worker per run
+(``Monty(max_checkouts_per_worker=1)``) and with a reused worker (``Monty()``), a fresh
+``python -I -S -c "<i> + 1"`` per run (a bare interpreter: the cheapest spawn), and in-process
+``compile`` + ``eval`` (the floor). Each is
+measured back to back, after a 2 ms pause and after a 50 ms pause (untimed, before each
+run: an agent pauses for its model, a batch does not). The program text is new every run,
+so no compile cache answers it. Systems are interleaved: each round runs a block of every
+(system, pause) pair, the order rotating from round to round; the first run of each block
+is not counted. Failed runs are counted in their own column.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
+import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from benchmarks._common import (
-    DSH_PREFORK,
-    DSH_TEMPLATE,
+    DSH,
     FLOOR,
-    MONTY,
+    MONTY_FRESH,
+    MONTY_REUSED,
     Config,
     Row,
     Section,
     Target,
     Unavailable,
-    has_runtime_option,
-    isolation_levels,
-    prefork_option,
-    template_option,
+    figure,
+    relative,
+    stat,
 )
 from benchmarks._peers import monty, monty_missing
+from benchmarks._trivial import SETTLE_S, dsh_block, floor_block, monty_block, python_block
 from host.sandbox import SubprocessRuntime
 from runtime import RunRequest
 
-PROGRAM = "1 + 1"
-GAP_S = 0.002
-WORKLOAD = "trivial program (1 + 1), end to end"
+PAUSES_MS = (0, 2, 50)
+PYTHON = "fresh `python -I -S` per run"
+DEFAULT_SYSTEM = f"{DSH}, SubprocessRuntime()"
+PROCESS_SYSTEM = f'{DSH}, SubprocessRuntime(isolation="process")'
 
 
-async def _dsh(section: Section, system: str, runs: int, target: Target, **options: Any) -> None:
-    row = section.add(Row(WORKLOAD, system, "ms", {"value": []}, target=target))
-    failures = 0
-    async with SubprocessRuntime(**options) as rt:
-        for i in range(runs + 20):
-            await anyio.sleep(GAP_S)
-            t = time.perf_counter()
-            r = await rt.run(RunRequest(program=PROGRAM))
-            elapsed = (time.perf_counter() - t) * 1000
-            if i < 20:
-                continue  # warm-up: template start, first forks
-            if r.value != 2:
-                failures += 1
-            row.metrics["value"].append(elapsed)
-    row.facts["failures"] = failures
-    row.facts["warmup_runs"] = 20
+def workload(pause_ms: int) -> str:
+    """The workload name of a trivial run after ``pause_ms`` (0: back to back)."""
+    return (
+        "trivial run, back to back" if pause_ms == 0 else f"trivial run after a {pause_ms} ms pause"
+    )
 
 
-def _monty(section: Section, runs: int) -> None:
-    pm = monty()
-    for label, kwargs in (
-        ("reused worker", {}),
-        ("fresh worker per session", {"max_checkouts_per_worker": 1}),
-    ):
-        system = f"{MONTY} ({label})"
-        if pm is None:
-            section.add(Unavailable(WORKLOAD, system, "ms", monty_missing()))
-            continue
-        row = section.add(Row(WORKLOAD, system, "ms", {"value": []}))
-        failures = 0
-        with pm.Monty(**kwargs) as pool:
-            for i in range(runs + 20):
-                time.sleep(GAP_S)
-                t = time.perf_counter()
-                with pool.checkout() as session:
-                    value = session.feed_run(PROGRAM)
-                elapsed = (time.perf_counter() - t) * 1000
-                if i < 20:
-                    continue
-                failures += value != 2
-                row.metrics["value"].append(elapsed)
-        row.facts["failures"] = failures
+def _block_size(system: str, pause_ms: int) -> int:
+    if system == PYTHON:
+        return 2
+    if pause_ms >= 50:
+        return 4
+    return 10
+
+
+async def isolation_of(rt: SubprocessRuntime) -> str:
+    """The isolation level the runtime's runs get on this machine."""
+    r = await rt.run(RunRequest(program="1"))
+    return r.stats.isolation if r.stats is not None else "unknown"
 
 
 async def run(config: Config) -> Section:
     section = Section(
         "startup",
-        "1. Trivial program end to end",
-        "Milliseconds from calling run() to having the result of `1 + 1`, one run at a time.",
+        "1. Trivial run end to end",
+        "Milliseconds from calling run() to having the result of a trivial program (a new "
+        "text every run), one run at a time: back to back and after a pause.",
     )
-    runs = config.n(40, 500)
-    prefork = prefork_option()
-    for level in isolation_levels():
-        extra: dict[str, Any] = {} if level is None else {"isolation": level}
-        suffix = "" if level is None else f", isolation={level}"
-        columns: list[tuple[str, dict[str, Any] | None, Target]] = [
-            (DSH_PREFORK, prefork, Target("p50", "<=", 0.3)),
-            (DSH_TEMPLATE, template_option(), Target("p50", "<=", 1.5)),
-        ]
-        for name, options, target in columns:
-            system = name[:-1] + suffix + ")"
-            if options is None:
-                why = (
-                    "not available: SubprocessRuntime has no pre-fork option yet (feature-detected)"
-                )
-                section.add(Unavailable(WORKLOAD, system, "ms", why, target))
+    rounds = config.n(4, 50)
+    pm = monty()
+    rows: dict[tuple[str, int], Row] = {}
+    blocks: dict[str, Callable[[Row, int, float], Any]] = {}
+
+    systems = [DEFAULT_SYSTEM, PROCESS_SYSTEM, MONTY_FRESH, MONTY_REUSED, PYTHON]
+    for system in systems:
+        for pause in PAUSES_MS:
+            if system in (MONTY_FRESH, MONTY_REUSED) and pm is None:
+                section.add(Unavailable(workload(pause), system, "ms", monty_missing()))
                 continue
-            try:
-                await _dsh(section, system, runs, target, **options, **extra)
-            except Exception as exc:  # e.g. namespaces not available on this machine
-                section.rows = [r for r in section.rows if r.system != system]
-                why = f"not available: {type(exc).__name__}: {exc}"
-                section.add(Unavailable(WORKLOAD, system, "ms", why, target))
-    if prefork is not None and has_runtime_option("use_cgroups"):
-        # What per-run cgroups cost, measured beside the default (which uses them if it may).
-        system = DSH_PREFORK[:-1] + ", isolation=auto, use_cgroups=False)"
-        await _dsh(section, system, runs, Target("p50", "<=", 0.3), **prefork, use_cgroups=False)
-    section.notes.append(
-        f"Pre-forked child: SubprocessRuntime(**{prefork!r}); template fork: "
-        f"SubprocessRuntime(**{template_option()!r})"
-        + ("; each at both isolation levels." if isolation_levels()[0] else ".")
-    )
+            rows[system, pause] = section.add(Row(workload(pause), system, "ms", {"value": []}))
+    async with contextlib.AsyncExitStack() as stack:
+        default = await stack.enter_async_context(SubprocessRuntime())
+        process = await stack.enter_async_context(SubprocessRuntime(isolation="process"))
+        level = await isolation_of(default)
 
-    spawn = section.add(Row(WORKLOAD, "python -c pass (direct spawn)", "ms", {"value": []}))
-    for _ in range(config.n(10, 100)):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        spawn.metrics["value"].append((time.perf_counter() - t) * 1000)
+        async def on_default(row: Row, n: int, pause_s: float) -> None:
+            await dsh_block(default, row, n, pause_s)
 
-    floor = section.add(Row(WORKLOAD, f"{FLOOR} exec (floor)", "ms", {"value": []}))
-    code = compile(PROGRAM, "<program>", "exec")
-    for _ in range(runs):
-        t = time.perf_counter()
-        exec(code, {})
-        floor.metrics["value"].append((time.perf_counter() - t) * 1000)
+        async def on_process(row: Row, n: int, pause_s: float) -> None:
+            await dsh_block(process, row, n, pause_s)
 
-    _monty(section, runs)
+        blocks[DEFAULT_SYSTEM] = on_default
+        blocks[PROCESS_SYSTEM] = on_process
+        blocks[PYTHON] = python_block
+        if pm is not None:
+            fresh = stack.enter_context(pm.Monty(max_checkouts_per_worker=1))
+            reused = stack.enter_context(pm.Monty())
+            blocks[MONTY_FRESH] = lambda row, n, p: monty_block(fresh, row, n, p)
+            blocks[MONTY_REUSED] = lambda row, n, p: monty_block(reused, row, n, p)
+        for r in range(rounds):
+            order = systems[r % len(systems) :] + systems[: r % len(systems)]
+            for system in order:
+                if system not in blocks:
+                    continue
+                for pause in PAUSES_MS:
+                    await anyio.sleep(SETTLE_S)
+                    done = blocks[system](
+                        rows[system, pause], _block_size(system, pause), pause / 1000
+                    )
+                    if done is not None:
+                        await done
+
+    floor = section.add(Row(workload(0), f"{FLOOR}: compile + eval (floor)", "ms", {"value": []}))
+    floor_block(floor, config.n(40, 500))
+    _targets(rows, level)
     section.notes += [
-        f"Each run follows an untimed {GAP_S * 1000:g} ms pause (for pools that refill in the "
-        "background); the first 20 runs of each system are warm-up and not counted.",
-        "Monty: a pool `Monty()` made once; each run is `with pool.checkout(): "
-        "session.feed_run('1 + 1')`. The fresh-worker column sets `max_checkouts_per_worker=1`, "
-        "so the pool replaces the worker after every session (in the background).",
+        f"SubprocessRuntime() gave isolation {level!r} on this machine.",
+        "Interleaved: each round runs a block of every (system, pause) pair, rotating the "
+        f"order; blocks of 10 runs (4 after a 50 ms pause, 2 for `python`), the first of "
+        f"each not counted; {SETTLE_S * 1000:g} ms untimed between blocks.",
+        "Monty: `with pool.checkout() as s: s.feed_run(program)` on a `Monty()` pool made "
+        "once; the fresh-worker pool has `max_checkouts_per_worker=1`, so it replaces the "
+        "worker after every run (in the background).",
     ]
     return section
+
+
+def _targets(rows: dict[tuple[str, int], Row], level: str) -> None:
+    fresh0, reused0 = rows.get((MONTY_FRESH, 0)), rows.get((MONTY_REUSED, 0))
+    peer0 = "; ".join(
+        [
+            figure(fresh0, "monty fresh worker"),
+            figure(reused0, "monty reused worker"),
+            figure(rows.get((PYTHON, 0)), "fresh `python -I -S`"),
+        ]
+    )
+    rows[DEFAULT_SYSTEM, 0].target = relative(
+        Target(
+            "p50",
+            "<=",
+            None,
+            what=f"trivial run, back to back (default: {level})",
+            peer=peer0,
+        ),
+        1.0,
+        fresh0,
+        "pydantic-monty fresh worker, back to back",
+        stretch_factor=0.5,
+    )
+    reused2 = rows.get((MONTY_REUSED, 2))
+    stretch = stat(reused2)
+    rows[DEFAULT_SYSTEM, 2].target = Target(
+        "p50",
+        "<=",
+        0.5,
+        what=f"trivial run after a 2 ms pause (default: {level})",
+        stretch=stretch,
+        basis="stretch: ≤ a reused monty worker after a 2 ms pause" if stretch else "",
+        peer="; ".join(
+            [figure(reused2, "monty reused worker"), figure(rows.get((MONTY_FRESH, 2)), "fresh")]
+        ),
+    )
+    rows[PROCESS_SYSTEM, 2].target = Target(
+        "p50",
+        "<=",
+        0.3,
+        what='`isolation="process"` after a 2 ms pause',
+        peer=figure(reused2, "monty reused worker"),
+    )

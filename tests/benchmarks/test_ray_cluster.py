@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/ray_cluster.py: a tiny run starts its cluster, reports, cleans up."""
+"""A real tiny run of benchmarks/ray_cluster.py (opt-in: DSH_BENCH_SMOKE=1): it reports, cleans up."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.cluster
+@pytest.mark.bench
 @pytest.mark.timeout(300)
 def test_a_tiny_run_reports_every_figure_and_leaves_no_ray_process(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'dsh-code[ray]'")
