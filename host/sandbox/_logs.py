@@ -28,6 +28,7 @@ class LogIntake:
         self.over: str | None = None  # why the cap was passed, once it was
         self._on_log = on_log
         self._partial = bytearray()
+        self._lines_over = False
 
     def feed(self, data: bytes) -> None:
         """Take ``data`` (as much of it as the caps allow)."""
@@ -58,6 +59,7 @@ class LogIntake:
 
     def _add(self, line: bytes) -> bool:
         if len(self.lines) >= self.max_lines:
+            self._lines_over = True
             self.over = (
                 f"the logs passed {self.max_lines} lines (each line costs the host memory "
                 "beyond its bytes); they are kept up to that"
@@ -74,8 +76,9 @@ class LogIntake:
         return True
 
     def close(self) -> None:
-        """The end of the logs: an unfinished last line counts as a line."""
-        if self._partial and self.over is None:
+        """The end of the logs: an unfinished last line counts as a line (cut at the output
+        cap when the cap cut it: its bytes up to the cap are kept, as every line's are)."""
+        if self._partial and not self._lines_over:
             line = bytes(self._partial)
             self._partial.clear()
             self._add(line)
