@@ -172,6 +172,7 @@ def pydantic_ai_rows(n: int) -> list[str]:
 def fastmcp_rows(n: int) -> list[str]:
     from fastmcp.experimental.transforms.code_mode import MontySandboxProvider
 
+    from benchmarks._peers import monty
     from host.mcp import DshSandboxProvider
 
     async def call_tool(name: str, params: dict[str, Any]) -> Any:
@@ -188,12 +189,10 @@ def fastmcp_rows(n: int) -> list[str]:
             n,
         )
 
-    try:
-        import pydantic_monty  # noqa: F401
-
-        rows.append(_row("FastMCP MontySandboxProvider", asyncio.run(main(MontySandboxProvider()))))
-    except ImportError:
+    if monty() is None:
         rows.append("| FastMCP MontySandboxProvider | not installed | | |")
+    else:
+        rows.append(_row("FastMCP MontySandboxProvider", asyncio.run(main(MontySandboxProvider()))))
     rows.append(_row("FastMCP DshSandboxProvider", asyncio.run(main(DshSandboxProvider()))))
     return rows
 
