@@ -69,3 +69,14 @@ def test_a_raising_callback_does_not_lose_lines() -> None:
     logs = LogIntake(max_bytes=100, max_lines=100, on_log=broken)
     logs.feed(b"one\ntwo\n")
     assert logs.lines == ["one", "two"]
+
+
+def test_a_line_still_open_is_decoded_as_it_arrives() -> None:
+    # Its end then costs only its last chunk: decoding (or joining) a 64 MiB line in one step
+    # at its end held the host's event loop ~80 ms.
+    logs = LogIntake(max_bytes=1 << 20, max_lines=100, on_log=None)
+    logs.feed("é".encode()[:1])
+    logs.feed("é".encode()[1:] + b"x" * 10)
+    assert logs._open_text == "é" + "x" * 10
+    logs.feed(b"y\n")
+    assert logs.lines == ["é" + "x" * 10 + "y"] and logs._open_text == ""
