@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
+import anyio
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from runtime import Limits
+from runtime import Limits, RunRequest
 from tests.host.sandbox.hostile import (
+    HOSTILE,
     ONE_BACKEND,
     expect,
     gap,
@@ -105,6 +108,49 @@ async def test_a_setsid_double_fork_daemon_is_gone_when_the_run_returns(
     )
     result = await run_hostile(rt, program)
     assert result.value == 1
+
+
+@ONE_BACKEND
+async def test_a_daemon_sends_nothing_once_the_run_has_returned(
+    rt: SubprocessRuntime, isolation: str
+) -> None:
+    # What it does, not what /proc says: a setsid() daemon sends a datagram every
+    # millisecond to a socket of the host (the process level shares the host's loopback).
+    if isolation != "process":
+        pytest.skip("the namespaces level has no network to send on")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as inbox:
+        inbox.bind(("127.0.0.1", 0))
+        inbox.setblocking(False)
+        program = _DEADLINE + (
+            "import os, socket\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "    while _t.monotonic() < _END:\n"
+            "        try:\n"
+            f"            out.sendto(b'x', ('127.0.0.1', {inbox.getsockname()[1]}))\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "        _t.sleep(0.001)\n"
+            "    os._exit(0)\n"
+            "_t.sleep(0.1)\n"
+            "return 1\n"
+        )
+        result = await rt.run(RunRequest(program=program, limits=HOSTILE))
+        assert result.value == 1, result.error
+        assert _drain(inbox) > 0  # it was sending while the run ran (no await since)
+        await anyio.sleep(0.3)
+        assert _drain(inbox) == 0, "a process of the run sent after run() returned"
+
+
+def _drain(inbox: socket.socket) -> int:
+    count = 0
+    while True:
+        try:
+            inbox.recv(16)
+        except BlockingIOError:
+            return count
+        count += 1
 
 
 @ONE_BACKEND
