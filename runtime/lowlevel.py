@@ -1,9 +1,10 @@
 """The door for code-runtime backends (``host.sandbox``, ``host.cluster``, a future one).
 
 What a backend needs to speak to a child and to judge what crosses from it: the wire
-(tagged frames, length-prefixed), the program compiler, the lossless-JSON check, process
-facts from /proc, and the module-metadata helper every package's ``__init__`` uses. Not for
-programs, nor for callers of a runtime: those need only ``runtime``.
+(tagged frames, length-prefixed), the program compiler, the lossless-JSON check, the
+request check every backend makes, process facts from /proc, and the module-metadata
+helper every package's ``__init__`` uses. Not for programs, nor for callers of a runtime:
+those need only ``runtime``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runtime._checks import check_request
     from runtime._contain import searchable_by
     from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem
     from runtime._procs import (
@@ -66,6 +68,7 @@ __all__ = (
     "ReplyError",
     "Start",
     "State",
+    "check_request",
     "children",
     "compile_program",
     "descendants",
@@ -82,6 +85,7 @@ __all__ = (
 
 
 _HOMES = {
+    "check_request": "_checks",
     "searchable_by": "_contain",
     "MAX_DEPTH": "_json",
     "JsonTooLarge": "_json",

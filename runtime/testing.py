@@ -21,8 +21,9 @@ import types
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from runtime._checks import check_request
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
-from runtime._errors import RuntimeClosedError, RuntimeUsageError, ToolCallError
+from runtime._errors import RuntimeClosedError, ToolCallError
 from runtime._json import JsonTooLarge, json_problem
 from runtime._program import (
     ABSENT,
@@ -97,8 +98,7 @@ class InProcessRuntime:
         """Run one program here; resolves with the result whatever the program did."""
         if self._closed:
             raise RuntimeClosedError("this InProcessRuntime is closed")
-        if not isinstance(request, RunRequest):
-            raise RuntimeUsageError(f"run() takes a RunRequest, got {type(request).__name__}")
+        check_request(request)  # the caller's mistakes, as every real backend rejects them
         self.runs += 1
         started = time.monotonic()
         logs = _Logs(request.limits.max_output_bytes, request.on_log)

@@ -83,6 +83,15 @@ def test_sdkgen_imports_only_the_standard_library(name: str) -> None:
     assert bad == [], f"{name} imports {bad}"
 
 
+@pytest.mark.parametrize("name", _in("host"))
+def test_host_uses_runtime_through_its_public_doors(name: str) -> None:
+    # ``runtime`` for callers, ``runtime.lowlevel`` for backends: nothing private, so the
+    # runtime's insides can move without breaking a backend.
+    private = {t for t in _imports(name) if t in _modules() and _top(t) == "runtime"}
+    bad = sorted(private - {"runtime", "runtime.lowlevel"})
+    assert bad == [], f"{name} imports {bad}"
+
+
 def _size_cases() -> list[str]:
     return [path.relative_to(ROOT).as_posix() for path in _modules().values()]
 

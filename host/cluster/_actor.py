@@ -40,8 +40,7 @@ from host.cluster._wire import (
     encode,
     forwarded_fields,
 )
-from runtime._contract import Binding, RunStats
-from runtime._errors import RuntimeClosedError, RuntimeUsageError, ToolCallError
+from runtime import Binding, RunStats, RuntimeClosedError, RuntimeUsageError, ToolCallError
 
 __all__ = ("NodeActor",)
 

@@ -12,7 +12,7 @@ A program's own failures, and a node that dies under a run, are ``RunResult.erro
 
 from __future__ import annotations
 
-from runtime._errors import RuntimeUsageError
+from runtime import RuntimeUsageError
 
 __all__ = ("ClusterError",)
 

@@ -20,7 +20,7 @@ import anyio
 from host.cluster._exceptions import ClusterError
 from host.cluster._ray import NodeRecord
 from host.cluster._wire import PROTOCOL, NodeInfo, decode_info, forwarded_fields
-from runtime._errors import RuntimeClosedError
+from runtime import RuntimeClosedError
 
 __all__ = ("Backend", "Node", "NodePool")
 

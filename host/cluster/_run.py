@@ -37,9 +37,8 @@ from host.cluster._wire import (
     encode,
     encode_request,
 )
-from runtime._contract import RunError, RunRequest, RunResult, RunStats
-from runtime._errors import RuntimeUsageError
-from runtime._json import json_problem
+from runtime import RunError, RunRequest, RunResult, RunStats, RuntimeUsageError
+from runtime.lowlevel import json_problem
 
 __all__ = ("ClusterRun", "NodeLost", "NotStarted")
 

@@ -16,33 +16,14 @@ from host.cluster._pool import Node, NodePool
 from host.cluster._ray import RayBackend, wait_future
 from host.cluster._run import ClusterRun, NotStarted
 from host.cluster._stats import ClusterRunStats
-from runtime._contract import RunError, RunRequest, RunResult
-from runtime._errors import RuntimeClosedError, RuntimeUsageError
-from runtime._json import json_problem
+from runtime import RunError, RunRequest, RunResult, RuntimeClosedError
+from runtime.lowlevel import check_request, json_problem
 
 __all__ = ("RayRuntime", "ray_runtime_from_flag")
 
 _log = logging.getLogger("host.cluster")
 #: Seconds ``aclose()`` gives a node's actor to close its runtime before it is killed.
 _CLOSE_S = 10.0
-
-
-def _check_request(request: RunRequest) -> None:
-    """Reject what the caller got wrong before anything travels (as ``SubprocessRuntime``)."""
-    if not isinstance(request, RunRequest):
-        raise RuntimeUsageError(f"run() takes a RunRequest, got {type(request).__name__}")
-    for name in request.bindings:
-        parts = name.split(".") if isinstance(name, str) else [""]
-        if not all(p.isidentifier() for p in parts):
-            raise RuntimeUsageError(f"binding name {name!r} is not a dotted identifier")
-        if not callable(request.bindings[name]):
-            raise RuntimeUsageError(f"binding {name!r} is not callable")
-    for name, value in request.inputs.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise RuntimeUsageError(f"input name {name!r} is not an identifier")
-        problem = json_problem(value)
-        if problem is not None:
-            raise RuntimeUsageError(f"input {name!r} is not lossless JSON: {problem}")
 
 
 def _checked_options(runtime_options: Mapping[str, Any] | None) -> bytes:
@@ -173,7 +154,7 @@ class RayRuntime:
         """Run one program on some node; resolves with the result whatever the program did."""
         if self._closed:
             raise RuntimeClosedError("this RayRuntime is closed; create a new one")
-        _check_request(request)
+        check_request(request)
         if not self._connected:
             await self._connect()
         if request.abort is not None and request.abort.is_set():

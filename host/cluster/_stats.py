@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime._contract import RunStats
+from runtime import RunStats
 
 __all__ = ("ClusterRunStats",)
 

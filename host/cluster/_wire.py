@@ -13,8 +13,7 @@ from typing import Any
 
 import msgspec
 
-from runtime._contract import AbortSignalLike, Binding, RunRequest, RunResult, RunStats
-from runtime._errors import RuntimeUsageError
+from runtime import AbortSignalLike, Binding, RunRequest, RunResult, RunStats, RuntimeUsageError
 
 __all__ = (
     "CALLER_FIELDS",

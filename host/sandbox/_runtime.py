@@ -29,7 +29,7 @@ from runtime import (
     RuntimeEnvironmentError,
     RuntimeUsageError,
 )
-from runtime.lowlevel import Policy, ProgramRejected, compile_program, json_problem, searchable_by
+from runtime.lowlevel import Policy, ProgramRejected, check_request, compile_program, searchable_by
 
 __all__ = ("SubprocessRuntime",)
 
@@ -40,26 +40,6 @@ _COMPILE_INLINE = 20_000
 _COMPILED_KEPT = 64
 #: The uid programs run as on a root host, unless told otherwise ("nobody").
 _NOBODY = 65534
-
-
-def _check_request(request: RunRequest) -> None:
-    """Reject what the caller got wrong, before anything starts."""
-    if not isinstance(request, RunRequest):
-        raise RuntimeUsageError(f"run() takes a RunRequest, got {type(request).__name__}")
-    for name in request.bindings:
-        parts = name.split(".") if isinstance(name, str) else [""]
-        if not all(p.isidentifier() for p in parts):
-            raise RuntimeUsageError(f"binding name {name!r} is not a dotted identifier")
-        if not callable(request.bindings[name]):
-            raise RuntimeUsageError(f"binding {name!r} is not callable")
-    for name, value in request.inputs.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise RuntimeUsageError(f"input name {name!r} is not an identifier")
-        problem = json_problem(value)
-        if problem is not None:
-            raise RuntimeUsageError(f"input {name!r} is not lossless JSON: {problem}")
-    if request.call_style not in ("async", "sync"):
-        raise RuntimeUsageError(f"call_style must be 'async' or 'sync', not {request.call_style!r}")
 
 
 class SubprocessRuntime:
@@ -245,7 +225,7 @@ class SubprocessRuntime:
         its child sent (None outside a session, or when the run failed)."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
-        _check_request(request)
+        check_request(request)
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:

@@ -92,6 +92,8 @@ async def test_a_bad_request_raises_before_anything_travels() -> None:
         await rt.run(RunRequest(program="1", inputs={"x": (1, 2)}))
     with pytest.raises(RuntimeUsageError, match="takes a RunRequest"):
         await rt.run("return 1")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeUsageError, match="call_style"):
+        await rt.run(RunRequest(program="1", call_style="threads"))  # type: ignore[arg-type]
     await rt.aclose()
     with pytest.raises(RuntimeClosedError):
         await rt.run(RunRequest(program="1"))
