@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from dataclasses import dataclass
 
 import anyio
+import msgspec
+
+from runtime import Binding
 
 __all__ = ("CallQueue", "QueuedCall")
 
-#: A binding call waiting for a worker: id, name, the binding, its arguments.
-QueuedCall = tuple[int, str, Any, Any]
+
+@dataclass(frozen=True, slots=True)
+class QueuedCall:
+    """A binding call waiting for a worker."""
+
+    id: int
+    name: str
+    binding: Binding
+    args: msgspec.Raw
 
 
 class CallQueue:
@@ -25,6 +35,10 @@ class CallQueue:
         self._calls: deque[QueuedCall] = deque()
         self._idle: deque[anyio.Event] = deque()  # one per worker waiting for a call
         self._closed = False
+
+    def __len__(self) -> int:
+        """Calls waiting for a worker."""
+        return len(self._calls)
 
     @property
     def idle_workers(self) -> int:

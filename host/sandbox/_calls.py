@@ -11,30 +11,18 @@ stalls itself, until its wall budget).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import msgspec
 
+from host.sandbox._callqueue import CallQueue, QueuedCall
 from runtime import Binding
 from runtime.lowlevel import Call, Reply, ReplyError, encode_frame, json_problem
 
 __all__ = ("CallServer", "QueuedCall")
 
 _value_decoder = msgspec.json.Decoder()
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedCall:
-    """A binding call waiting for a worker."""
-
-    id: int
-    name: str
-    binding: Binding
-    args: msgspec.Raw
 
 
 class CallServer:
@@ -54,9 +42,7 @@ class CallServer:
         self.max_bytes = max_bytes
         self.max_calls = max_calls
         self._send_nowait = send_nowait
-        self._queue: deque[QueuedCall] = deque()
-        self._idle: deque[anyio.Event] = deque()  # one per worker waiting for a call
-        self._closed = False
+        self._queue = CallQueue()
         self.last_id = 0
         self.calls = 0  # calls accepted (answered or queued)
         self.dropped = 0
@@ -72,7 +58,9 @@ class CallServer:
     @property
     def wants_worker(self) -> bool:
         """True if a call waits and another worker may start for it."""
-        return bool(self._queue) and not self._idle and self.workers < self.max_workers
+        return (
+            bool(self._queue) and not self._queue.idle_workers and self.workers < self.max_workers
+        )
 
     def admit(self, call: Call) -> None:
         """Take one Call frame: drop it, answer it, or queue it."""
@@ -93,9 +81,7 @@ class CallServer:
             return
         self.in_flight += 1
         self.in_flight_bytes += len(call.args)
-        self._queue.append(QueuedCall(call.id, call.name, binding, call.args))
-        if self._idle:
-            self._idle.popleft().set()
+        self._queue.put(QueuedCall(call.id, call.name, binding, call.args))
 
     def done(self, call: QueuedCall) -> None:
         """A worker finished ``call`` (answered or not)."""
@@ -104,23 +90,11 @@ class CallServer:
 
     async def next_call(self) -> QueuedCall | None:
         """The next call for a worker, waiting for one; None once closed and drained."""
-        while not self._queue:
-            if self._closed:
-                return None
-            woken = anyio.Event()
-            self._idle.append(woken)
-            try:
-                await woken.wait()
-            finally:
-                if woken in self._idle:  # cancelled while idle
-                    self._idle.remove(woken)
-        return self._queue.popleft()
+        return await self._queue.get()
 
     def close(self) -> None:
         """No more calls: idle workers wake and get None."""
-        self._closed = True
-        while self._idle:
-            self._idle.popleft().set()
+        self._queue.close()
 
 
 def decode_args(call: QueuedCall) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from host.sandbox._callqueue import CallQueue, QueuedCall
@@ -12,8 +13,12 @@ from host.sandbox._callqueue import CallQueue, QueuedCall
 pytestmark = pytest.mark.anyio
 
 
+async def _binding(args: Any) -> Any:
+    return args
+
+
 def _call(i: int) -> QueuedCall:
-    return (i, f"tools.c{i}", None, {})
+    return QueuedCall(i, f"tools.c{i}", _binding, msgspec.Raw(b"{}"))
 
 
 async def test_calls_come_out_in_arrival_order_to_however_many_workers() -> None:
@@ -22,7 +27,7 @@ async def test_calls_come_out_in_arrival_order_to_however_many_workers() -> None
 
     async def worker(name: str) -> None:
         while (call := await queue.get()) is not None:
-            served.append((name, call[0]))
+            served.append((name, call.id))
             await anyio.sleep(0)
 
     async with anyio.create_task_group() as tg:
