@@ -51,7 +51,7 @@ from host.cli._setup import (
     POLICIES,
     RuntimeOptions,
     check_choice,
-    limits_of,
+    codemode_config_of,
     load_tools,
     make_registry,
     mcp_servers,
@@ -60,7 +60,6 @@ from host.cli._setup import (
     unwrap_usage,
 )
 from host.cli._signals import STOPPER, current_stopper, exit_code_for
-from host.codemode import CodeModeConfig
 
 __all__ = ("STOPPER", "app")
 
@@ -181,16 +180,19 @@ def run(
         source = read_program(program)
         loaded = load_tools(bindings)
     servers = mcp_servers(mcp, mcp_config)
-    limits = limits_of(compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls)
     decide = True if yes else False if no else None
     try:
         session = SessionLog(log) if log is not None else None
     except LogFileError as exc:
         raise UsageFailure(str(exc)) from None
-    config = CodeModeConfig(
-        limits=limits,
-        policy="restricted" if policy == "restricted" else "python",
-        call_style="sync" if call_style == "sync" else "async",
+    config = codemode_config_of(
+        compute_ms,
+        wall_ms,
+        max_output_bytes,
+        max_heap_mb,
+        max_parallel_sub_calls,
+        policy=policy,
+        call_style=call_style,
         max_tool_calls=max_tool_calls,
         preflight_check=check,
     )
@@ -452,12 +454,14 @@ def mcp_command(
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
-    config = CodeModeConfig(
-        limits=limits_of(
-            compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls
-        ),
-        policy="restricted" if policy == "restricted" else "python",
-        call_style="sync" if call_style == "sync" else "async",
+    config = codemode_config_of(
+        compute_ms,
+        wall_ms,
+        max_output_bytes,
+        max_heap_mb,
+        max_parallel_sub_calls,
+        policy=policy,
+        call_style=call_style,
         max_tool_calls=max_tool_calls,
     )
     plan = ServePlan(

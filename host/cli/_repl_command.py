@@ -34,13 +34,12 @@ from host.cli._setup import (
     POLICIES,
     RuntimeOptions,
     check_choice,
-    limits_of,
+    codemode_config_of,
     load_tools,
     mcp_servers,
     unwrap_usage,
 )
 from host.cli._signals import current_stopper
-from host.codemode import CodeModeConfig
 
 __all__ = ("repl",)
 
@@ -102,12 +101,14 @@ def repl(
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload)
     with stdout_to_stderr():  # the bindings files' prints
         loaded = load_tools(bindings)
-    config = CodeModeConfig(
-        limits=limits_of(
-            compute_ms, wall_ms, max_output_bytes, max_heap_mb, max_parallel_sub_calls
-        ),
-        policy="restricted" if policy == "restricted" else "python",
-        call_style="sync" if call_style == "sync" else "async",
+    config = codemode_config_of(
+        compute_ms,
+        wall_ms,
+        max_output_bytes,
+        max_heap_mb,
+        max_parallel_sub_calls,
+        policy=policy,
+        call_style=call_style,
         max_tool_calls=max_tool_calls,
     )
     plan = ReplPlan(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_bindings
 from host.cli._errors import UsageFailure
 from host.cli._mcp import McpUsageError, mcp_definitions, mcp_specs
+from host.codemode import CodeModeConfig
 from host.tools import ToolDefinition, ToolRegistry, ToolsConfig, ToolsError
 from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
@@ -26,7 +27,7 @@ __all__ = (
     "RuntimeOptions",
     "SessionRuntime",
     "check_choice",
-    "limits_of",
+    "codemode_config_of",
     "load_tools",
     "make_registry",
     "mcp_servers",
@@ -205,20 +206,31 @@ def make_registry(
     return registry
 
 
-def limits_of(
+def codemode_config_of(
     compute_ms: int,
     wall_ms: int,
     max_output_bytes: int,
     max_heap_mb: int,
     max_parallel_sub_calls: int,
-) -> Limits:
-    """The limits the flags give."""
-    return Limits(
-        compute_ms=compute_ms,
-        max_wall_ms=wall_ms,
-        max_output_bytes=max_output_bytes,
-        max_heap_mb=max_heap_mb,
-        max_parallel_sub_calls=max_parallel_sub_calls,
+    *,
+    policy: str,
+    call_style: str,
+    max_tool_calls: int,
+    preflight_check: bool = False,
+) -> CodeModeConfig:
+    """The code-mode settings the flags of ``run``, ``mcp`` and ``repl`` give."""
+    return CodeModeConfig(
+        limits=Limits(
+            compute_ms=compute_ms,
+            max_wall_ms=wall_ms,
+            max_output_bytes=max_output_bytes,
+            max_heap_mb=max_heap_mb,
+            max_parallel_sub_calls=max_parallel_sub_calls,
+        ),
+        policy="restricted" if policy == "restricted" else "python",
+        call_style="sync" if call_style == "sync" else "async",
+        max_tool_calls=max_tool_calls,
+        preflight_check=preflight_check,
     )
 
 
