@@ -4,7 +4,7 @@ It never runs a program. At start it settles what every child gets (the isolatio
 the seccomp filter, on a root host a read-only view of the file system and the uid programs
 run as) and says so in its READY message, JSON after ``b"R:"``. The host talks to it over a
 SOCK_SEQPACKET socket: each request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w,
-status_w), then up to three ``cgroup.procs`` files the child joins before anything else.
+status_w), then up to four ``cgroup.procs`` files the child joins before anything else.
 The template forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it
 has reaped the child and killed whatever the run left behind. EOF on the socket means the
 host is gone: every child is killed and the template exits.
@@ -72,7 +72,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _INT = struct.Struct("!i")
 _FDS_PER_RUN = 4
-_MAX_JOIN = 3
+_MAX_JOIN = 4  # cgroup.procs files: unified, pids, memory, cpu
 
 
 _UNFREED: list[object] = []

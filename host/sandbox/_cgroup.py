@@ -6,8 +6,12 @@ write to: the unified (v2) one gives ``cgroup.kill`` (kills every process of the
 at once, however fast it forks) and ``cpu.stat`` (the busy CPU of every process the
 run ever had, dead ones included); a ``pids`` controller caps how many processes and
 threads the run may have; a ``memory`` controller caps the run's memory, shared
-mappings and files in its tmpfs working directory included. Where none is writable
-(an unprivileged host without delegation), runs go without, as before.
+mappings and files in its tmpfs working directory included; a v1 ``cpu`` controller makes
+the runs one scheduling group (a program with hundreds of busy processes then weighs, on
+the CPU, no more than one process of the host, whose watchdog thread must keep running;
+on a v2 host whose cgroup delegates ``cpu`` the unified hierarchy does this already).
+Where none is writable (an unprivileged host without delegation), runs go without, as
+before.
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ __all__ = ("CgroupSet", "RunCgroup", "parse_hierarchies", "runtime_prefix")
 #: page tables and kernel memory, across the up to three processes of a namespaced child.
 MEMORY_HEADROOM = 64 * 1024 * 1024
 _counter = itertools.count(1)
+#: The v1 controllers we use, each in its own hierarchy (or sharing one: "cpu,cpuacct").
+_V1_KINDS = ("pids", "memory", "cpu")
 #: Sets of hierarchies (their "own" directories) a probe process joined: not probed again.
 _joinable: set[tuple[str, ...]] = set()
 
 
 @dataclass(frozen=True)
 class Hierarchy:
-    """One cgroup hierarchy we may use: ``kind`` is "unified", "pids" or "memory";
+    """One cgroup hierarchy we may use: ``kind`` is "unified", "pids", "memory" or "cpu";
     ``own`` is the directory of the cgroup this process is in."""
 
     kind: str
@@ -53,7 +59,7 @@ def parse_hierarchies(mountinfo: str, proc_cgroup: str) -> list[Hierarchy]:
         if parts[0] == "0" and controllers == "":
             ours["unified"] = path
         for name in controllers.split(","):
-            if name in ("pids", "memory"):
+            if name in _V1_KINDS:
                 ours[name] = path
     found: dict[str, Hierarchy] = {}
     for line in mountinfo.splitlines():
@@ -65,7 +71,7 @@ def parse_hierarchies(mountinfo: str, proc_cgroup: str) -> list[Hierarchy]:
         if fstype == "cgroup2":
             kinds = ["unified"]
         elif fstype == "cgroup":
-            kinds = [k for k in options.split(",") if k in ("pids", "memory")]
+            kinds = [k for k in options.split(",") if k in _V1_KINDS]
         else:
             continue
         for kind in kinds:
@@ -77,7 +83,7 @@ def parse_hierarchies(mountinfo: str, proc_cgroup: str) -> list[Hierarchy]:
                     continue  # our cgroup is outside what this mount shows
                 path = path[len(root.rstrip("/")) :]
             found[kind] = Hierarchy(kind, (mount.rstrip("/") + "/" + path.strip("/")).rstrip("/"))
-    return [found[k] for k in ("unified", "pids", "memory") if k in found]
+    return [found[k] for k in ("unified", *_V1_KINDS) if k in found]
 
 
 def _unescape(path: str) -> str:

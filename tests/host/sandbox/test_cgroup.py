@@ -35,11 +35,19 @@ HYBRID_CGROUP = """\
 """
 
 
-def test_a_hybrid_host_gives_unified_pids_and_memory() -> None:
+def test_a_hybrid_host_gives_unified_pids_memory_and_cpu() -> None:
     assert parse_hierarchies(HYBRID_MOUNTINFO, HYBRID_CGROUP) == [
         Hierarchy("unified", "/sys/fs/cgroup/unified"),
         Hierarchy("pids", "/sys/fs/cgroup/pids"),
         Hierarchy("memory", "/sys/fs/cgroup/memory/jobs/abc"),
+        Hierarchy("cpu", "/sys/fs/cgroup/cpu"),
+    ]
+
+
+def test_a_shared_cpu_cpuacct_mount_gives_cpu() -> None:
+    mountinfo = "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+    assert parse_hierarchies(mountinfo, "2:cpu,cpuacct:/job\n") == [
+        Hierarchy("cpu", "/sys/fs/cgroup/cpu,cpuacct/job")
     ]
 
 
@@ -100,6 +108,42 @@ async def test_a_run_is_in_a_cgroup_of_its_own(crt: SubprocessRuntime, isolation
         assert all(line.endswith(":/") for line in lines), lines
     else:
         assert any(f"/{runtime_prefix()}" in line and "/run-" in line for line in lines), lines
+
+
+@needs_cgroups
+async def test_busy_processes_of_a_run_weigh_as_one_group_on_the_cpu(
+    crt: SubprocessRuntime, isolation: str
+) -> None:
+    # Without a cpu group of its own, a run's hundreds of busy processes each weigh as much
+    # as the host's watchdog thread, which then waits its turn behind all of them.
+    if not _host_cpu_cgroup():
+        pytest.skip("no v1 cpu hierarchy on this host")
+    if isolation == "namespaces":
+        pytest.skip("a cgroup namespace shows the run's cgroup as /: seen at the process level")
+    program = (
+        "return [l for l in open('/proc/self/cgroup').read().splitlines()"
+        " if l.split(':')[1].split(',').count('cpu')]"
+    )
+    lines = (await crt.run(RunRequest(program=program))).value
+    assert len(lines) == 1, lines
+    path = lines[0].split(":", 2)[2]
+    assert f"/{runtime_prefix()}" in path and "/run-" in path, lines
+    assert path != _host_cpu_cgroup()
+
+
+def _host_cpu_cgroup() -> str:
+    """This process's cgroup in a v1 cpu hierarchy ("" without one), read independently of
+    the code under test."""
+    with open("/proc/self/mountinfo") as m:
+        mounted = any(
+            " - cgroup " in line and "cpu" in line.rsplit(" ", 1)[-1].strip().split(",")
+            for line in m
+        )
+    with open("/proc/self/cgroup") as c:
+        for line in c:
+            if mounted and "cpu" in line.split(":")[1].split(","):
+                return line.rstrip("\n").split(":", 2)[2] or "/"
+    return ""
 
 
 @needs_cgroups
