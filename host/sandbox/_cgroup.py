@@ -71,7 +71,8 @@ def parse_hierarchies(mountinfo: str, proc_cgroup: str) -> list[Hierarchy]:
         if fstype == "cgroup2":
             kinds = ["unified"]
         elif fstype == "cgroup":
-            kinds = [k for k in options.split(",") if k in _V1_KINDS]
+            given = options.split(",")
+            kinds = [k for k in _V1_KINDS if k in given]  # ours first: one kind per mount
         else:
             continue
         for kind in kinds:
@@ -82,7 +83,10 @@ def parse_hierarchies(mountinfo: str, proc_cgroup: str) -> list[Hierarchy]:
                 if not (path == root or path.startswith(root.rstrip("/") + "/")):
                     continue  # our cgroup is outside what this mount shows
                 path = path[len(root.rstrip("/")) :]
-            found[kind] = Hierarchy(kind, (mount.rstrip("/") + "/" + path.strip("/")).rstrip("/"))
+            own = (mount.rstrip("/") + "/" + path.strip("/")).rstrip("/")
+            if any(h.own == own for h in found.values()):
+                continue  # co-mounted with a kind we took (cpu with memory): one join covers it
+            found[kind] = Hierarchy(kind, own)
     return [found[k] for k in ("unified", *_V1_KINDS) if k in found]
 
 

@@ -44,6 +44,14 @@ def test_a_hybrid_host_gives_unified_pids_memory_and_cpu() -> None:
     ]
 
 
+def test_controllers_mounted_together_are_one_hierarchy_of_the_first_kind() -> None:
+    # a memory cap must not be lost to a cpu controller sharing its mount
+    mountinfo = "35 31 0:32 / /sys/fs/cgroup/cpu,memory rw - cgroup cgroup rw,cpu,memory\n"
+    assert parse_hierarchies(mountinfo, "4:cpu,memory:/job\n") == [
+        Hierarchy("memory", "/sys/fs/cgroup/cpu,memory/job")
+    ]
+
+
 def test_a_shared_cpu_cpuacct_mount_gives_cpu() -> None:
     mountinfo = "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
     assert parse_hierarchies(mountinfo, "2:cpu,cpuacct:/job\n") == [
