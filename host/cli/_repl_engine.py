@@ -17,8 +17,9 @@ import anyio
 from host.cli._mcp import open_mcp
 from host.cli._output import Display, result_stream
 from host.cli._run import SessionPlan, open_session, run_with_display
-from host.cli._setup import RuntimeOptions, SessionRuntime, make_registry
+from host.cli._setup import RuntimeOptions, make_registry
 from host.codemode import CodeMode, CodeModeConfig
+from host.sandbox._session import SessionRuntime
 from host.tools import AbortController
 
 if TYPE_CHECKING:

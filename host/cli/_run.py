@@ -20,9 +20,10 @@ from host.cli._session_file import (
     write_session_file,
 )
 from host.cli._session_log import SessionLog
-from host.cli._setup import RuntimeOptions, SessionRuntime, make_registry
+from host.cli._setup import RuntimeOptions, make_registry
 from host.cli._signals import Stopper, signal_name
 from host.codemode import CodeMode, CodeModeConfig
+from host.sandbox._session import SessionRuntime
 from host.tools import AbortController, ToolRegistry, ToolResult
 from runtime import CodeRuntime, RunError, RunResult, RunStats
 

@@ -17,15 +17,13 @@ from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
 
 if TYPE_CHECKING:
     from host.mcp import McpServerSpec
-    from host.sandbox import Session
-    from runtime import CodeRuntime, RunRequest, RunResult
+    from runtime import CodeRuntime
 
 __all__ = (
     "CALL_STYLES",
     "ISOLATIONS",
     "POLICIES",
     "RuntimeOptions",
-    "SessionRuntime",
     "check_choice",
     "codemode_config_of",
     "load_tools",
@@ -107,34 +105,6 @@ class RuntimeOptions:
         from host.sandbox import SubprocessRuntime
 
         return SubprocessRuntime(**self.subprocess_options())
-
-
-class SessionRuntime:
-    """A runtime whose runs all go to one session: code mode over it carries the state."""
-
-    language = "python"
-
-    def __init__(self, runtime: CodeRuntime, session: Session) -> None:
-        self.inner = runtime
-        self.session = session
-
-    @property
-    def isolation(self) -> str:
-        """The isolation level of the runtime the session runs on."""
-        return self.inner.isolation
-
-    async def run(self, request: RunRequest) -> RunResult:
-        """One run of the session, in a fresh child carrying the state."""
-        return await self.session.run(request)
-
-    async def aclose(self) -> None:
-        """Nothing: the runtime's owner closes it."""
-
-    async def __aenter__(self) -> SessionRuntime:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
 
 
 def read_program(program: str) -> str:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from host.codemode import CodeMode
-    from runtime import CodeRuntime, RunRequest, RunResult
 
 __all__ = ("STDIO_CLIENT", "ClientSessions", "client_key", "handle_key", "needs_handle")
 
@@ -52,33 +51,6 @@ def client_key(ctx: Any) -> str:
 def handle_key(handle: str) -> str:
     """The key of the session a client names by the handle it was given."""
     return f"handle:{handle}"
-
-
-class _SessionRuntime:
-    """A runtime whose runs all go to one session (the code mode view runs through it)."""
-
-    language = "python"
-
-    def __init__(self, runtime: CodeRuntime, session: Any) -> None:
-        self.inner = runtime
-        self.session = session
-
-    @property
-    def isolation(self) -> str:
-        return self.inner.isolation
-
-    async def run(self, request: RunRequest) -> RunResult:
-        result: RunResult = await self.session.run(request)
-        return result
-
-    async def aclose(self) -> None:
-        """Nothing: the runtime's owner closes it."""
-
-    async def __aenter__(self) -> _SessionRuntime:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
 
 
 @dataclass
@@ -123,8 +95,10 @@ class ClientSessions:
         session = self.codemode.runtime.session(  # type: ignore[attr-defined]
             state=None, max_state_bytes=self.max_state_bytes
         )
+        from host.sandbox._session import SessionRuntime
+
         view = copy.copy(self.codemode)  # shares the registry, its views and call ids
-        view.runtime = _SessionRuntime(self.codemode.runtime, session)
+        view.runtime = SessionRuntime(self.codemode.runtime, session)
         return view
 
     def _expire(self, now: float) -> None:

@@ -12,9 +12,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from runtime import RunRequest, RunResult
+from runtime import CodeRuntime, RunRequest, RunResult
 
-__all__ = ("Session",)
+__all__ = ("Session", "SessionRuntime")
 
 #: The default cap on a session's state.
 MAX_STATE_BYTES = 64 * 1024 * 1024
@@ -73,3 +73,32 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session of {self._runtime!r}: {len(self._state)} bytes of state>"
+
+
+class SessionRuntime:
+    """A ``CodeRuntime`` whose runs all go to one session (code mode over it carries the
+    state); ``runtime`` is the one the session runs on, closed by its owner."""
+
+    language = "python"
+
+    def __init__(self, runtime: CodeRuntime, session: Session) -> None:
+        self.inner = runtime
+        self.session = session
+
+    @property
+    def isolation(self) -> str:
+        """The isolation level of the runtime the session runs on."""
+        return self.inner.isolation
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """One run of the session, in a fresh child carrying the state."""
+        return await self.session.run(request)
+
+    async def aclose(self) -> None:
+        """Nothing: the runtime's owner closes it."""
+
+    async def __aenter__(self) -> SessionRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
