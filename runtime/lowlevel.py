@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime._checks import check_request
     from runtime._contain import searchable_by
-    from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem
+    from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
     from runtime._procs import (
         ProcStat,
         children,
@@ -77,6 +77,7 @@ __all__ = (
     "is_async",
     "is_stopped",
     "json_problem",
+    "json_values_bound",
     "kill_tree",
     "process_cpu_ns",
     "searchable_by",
@@ -90,6 +91,7 @@ _HOMES = {
     "MAX_DEPTH": "_json",
     "JsonTooLarge": "_json",
     "json_problem": "_json",
+    "json_values_bound": "_json",
     **dict.fromkeys(
         (
             "ProcStat",

@@ -23,6 +23,15 @@ from runtime.lowlevel import Call, Reply, ReplyError, encode_frame, json_problem
 __all__ = ("CallServer", "QueuedCall")
 
 _value_decoder = msgspec.json.Decoder()
+#: The most of an unknown name said back: a reply is never larger than what it answers.
+_NAME_SHOWN = 80
+
+
+def _shown_name(name: str) -> str:
+    """``name`` as a reply says it: quoted, and cut when long."""
+    if len(name) <= _NAME_SHOWN:
+        return repr(name)
+    return f"{name[:_NAME_SHOWN]!r}... ({len(name)} characters)"
 
 
 class CallServer:
@@ -71,10 +80,11 @@ class CallServer:
         self.calls += 1
         binding = self._bindings.get(call.name)
         if binding is None:  # answered on the spot: a forged name costs no task, no memory
+            shown = _shown_name(call.name)
             reply = ReplyError(
                 id=call.id,
-                tool=call.name,
-                message=f"no binding named {call.name!r}",
+                tool=call.name[:_NAME_SHOWN],
+                message=f"no binding named {shown}",
                 code="UNKNOWN_TOOL",
             )
             self._send_nowait(encode_frame(reply))

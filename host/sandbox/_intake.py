@@ -21,7 +21,7 @@ from host.sandbox._logs import LogIntake
 from host.sandbox._options import RunOptions, SessionState
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard
-from runtime import RunError, RunRequest, RunResult
+from runtime import FailureKind, RunError, RunRequest, RunResult
 from runtime.lowlevel import (
     CHILD_FAILURES,
     Call,
@@ -33,6 +33,7 @@ from runtime.lowlevel import (
     Ready,
     State,
     json_problem,
+    json_values_bound,
 )
 
 __all__ = ("Intake", "decoder")
@@ -42,6 +43,13 @@ _value_decoder = msgspec.json.Decoder()
 #: Bytes read from a pipe per wake-up: a child that keeps its pipes full cannot hold the
 #: event loop (every other run, every budget) for longer than handling this much takes.
 _CHUNK = 1 << 16
+#: What a frame's opening says it is (the tag comes first), for the message when it is too big.
+_TOO_MANY: tuple[tuple[bytes, FailureKind, str], ...] = (
+    (b'{"type":"Done"', "output_limit", "the result holds"),
+    (b'{"type":"Call"', "invalid_completion", "the arguments of a binding call hold"),
+    (b'{"type":"State"', "state", "the session state holds"),
+    (b'{"type":"Failed"', "output_limit", "the failure report holds"),
+)
 
 
 def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
@@ -177,6 +185,9 @@ class Intake:
 
     def _handle_ctl_bytes(self, data: bytes) -> None:
         for body in self._frames.feed(data):
+            # a value takes a byte at least: a frame no longer than the bound is not counted
+            if len(body) > self.options.max_json_values and self._too_many_values(body):
+                continue
             try:
                 message = decoder.decode(body)
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, MemoryError):
@@ -196,12 +207,42 @@ class Intake:
             elif isinstance(message, State):
                 if self.session is None or self.state is not None:
                     self.calls.dropped += 1  # not a session run, or said already: forged
+                elif len(message.blob) > self.session.max_bytes:
+                    # the child checks this too; the host's check is the one that holds
+                    self._settle(
+                        RunError(
+                            kind="state",
+                            message=f"the session state ({len(message.blob)} bytes) passed "
+                            f"max_state_bytes ({self.session.max_bytes})",
+                        )
+                    )
                 else:
                     self.state = message
             elif isinstance(message, Done):
                 self._on_done(message)
             else:
                 self._on_failed(message)
+
+    def _too_many_values(self, body: bytes) -> bool:
+        """Settle the run if decoding ``body`` would make more values than the host takes."""
+        limit = self.options.max_json_values
+        if json_values_bound(body, limit) <= limit:
+            return False
+        if self.guard.outcome is not None:
+            self.calls.dropped += 1
+            return True
+        for opening, kind, what in _TOO_MANY:
+            if body.startswith(opening):
+                self._settle(
+                    RunError(
+                        kind=kind,
+                        message=f"{what} more than {limit} JSON values "
+                        "(max_json_values): return or pass less, or summarise it first",
+                    )
+                )
+                return True
+        self.calls.dropped += 1
+        return True
 
     def _on_done(self, done: Done) -> None:
         if not done.has_value:

@@ -34,5 +34,6 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     max_open_files: int = 256
     max_log_lines: int = 1_000_000
     max_call_bytes: int = 64 * 1024 * 1024
+    max_json_values: int = 1_000_000
     max_calls_in_flight: int = 10_000
     settle_timeout: float = 5.0

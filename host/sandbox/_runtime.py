@@ -66,6 +66,7 @@ class SubprocessRuntime:
         max_open_files: int = 256,
         max_log_lines: int = 1_000_000,
         max_call_bytes: int = 64 * 1024 * 1024,
+        max_json_values: int = 1_000_000,
         prefork: int = 1,
         workdir_root: str | None = None,
         isolation: str = "auto",
@@ -87,6 +88,7 @@ class SubprocessRuntime:
             ("max_open_files", max_open_files, 16),
             ("max_log_lines", max_log_lines, 1),
             ("max_call_bytes", max_call_bytes, 1),
+            ("max_json_values", max_json_values, 16),
             ("prefork", prefork, 0),
             ("max_processes", max_processes, 4),
         ):
@@ -120,6 +122,7 @@ class SubprocessRuntime:
             max_open_files=max_open_files,
             max_log_lines=max_log_lines,
             max_call_bytes=max_call_bytes,
+            max_json_values=max_json_values,
         )
         uid = _NOBODY if run_as_uid is None else run_as_uid
         self._run_uid = uid if os.geteuid() == 0 and uid != 0 else None

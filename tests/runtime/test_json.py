@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime import json_problem
-from runtime._json import MAX_DEPTH
+from runtime._json import MAX_DEPTH, json_values_bound
 
 json_values = st.recursive(
     st.none()
@@ -75,3 +75,31 @@ def test_deep_nesting_is_rejected_without_recursion() -> None:
     for _ in range(MAX_DEPTH - 1):
         ok = [ok]
     assert json_problem(ok) is None
+
+
+def _count_values(value: Any) -> int:
+    """Values and keys ``value`` decodes to (the real count the bound must not go under)."""
+    if isinstance(value, dict):
+        return 1 + sum(1 + _count_values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_count_values(v) for v in value)
+    return 1
+
+
+@given(json_values, st.integers(min_value=0, max_value=40))
+def test_the_values_bound_never_undercounts_and_strings_do_not_inflate_it(
+    value: Any, limit: int
+) -> None:
+    raw = msgspec.json.encode(value)
+    bound = json_values_bound(raw, limit)
+    real = _count_values(value)
+    if bound <= limit:
+        assert real <= limit  # under the bound: the decoded values are too
+    else:
+        assert bound <= 2 * real + 1  # over it: counted outside strings, near the real count
+
+
+def test_separators_inside_strings_count_only_when_the_bound_is_near() -> None:
+    raw = msgspec.json.encode(['a,b:c[d{e\\"' * 1000])
+    assert json_values_bound(raw, 10) <= 3
+    assert json_values_bound(msgspec.json.encode([{}] * 1000), 10) > 1000

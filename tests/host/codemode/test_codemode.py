@@ -223,6 +223,25 @@ async def test_the_number_of_calls_per_run_is_capped(setup: tuple[ToolRegistry, 
     assert "max_tool_calls" in message
 
 
+async def test_gathered_calls_count_against_the_cap_when_they_start(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _ = setup
+    async with InProcessRuntime() as runtime:
+        codemode = CodeMode(ToolRegistry(), runtime, CodeModeConfig(max_tool_calls=3))
+        codemode.registry.register(nap)
+        program = (
+            "import asyncio\n"
+            "got = await asyncio.gather(*(tools.nap(ms=50) for _ in range(10)), "
+            "return_exceptions=True)\n"
+            "return [type(g).__name__ for g in got]\n"
+        )
+        result = await codemode.run_program(program)
+    names = result.value
+    assert names.count("ToolCallError") == 7, names
+    assert len(names) == 10
+
+
 async def test_the_sdk_section_is_deterministic_and_scoped(
     setup: tuple[ToolRegistry, CodeMode],
 ) -> None:

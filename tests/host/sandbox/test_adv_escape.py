@@ -387,3 +387,37 @@ async def test_socket_buffers_count_against_the_memory_cap(rt: SubprocessRuntime
     if kind == "held":
         # the run's memory cap is max_heap_mb + 64 MiB headroom: buffers must stay within it
         assert amount <= (64 + 64) << 20, f"{amount >> 20} MiB of socket buffers held"
+
+
+# ---- each layer, checked directly ------------------------------------------------------------
+
+
+@ONE_BACKEND
+async def test_the_seccomp_filter_is_loaded_and_clone3_gets_enosys(rt: SubprocessRuntime) -> None:
+    # Another layer refusing clone3 would hide a filter never loaded: ENOSYS is the filter's.
+    program = """\
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+buf = ctypes.create_string_buffer(88)
+got = libc.syscall(435, buf, 88)
+mode = [line.split()[1] for line in open('/proc/self/status') if line.startswith('Seccomp:')]
+return [got, errno.errorcode.get(ctypes.get_errno()), mode]
+"""
+    result = await run_hostile(rt, program)
+    assert result.value == [-1, "ENOSYS", ["2"]]
+
+
+@_NEEDS_ROOT
+@ONE_BACKEND
+async def test_the_real_effective_and_saved_uids_and_gids_are_unprivileged(
+    rt: SubprocessRuntime,
+) -> None:
+    program = "import os\nreturn [list(os.getresuid()), list(os.getresgid()), os.getgroups()]"
+    result = await run_hostile(rt, program)
+    assert result.error is None, result.error
+    uids, gids, groups = result.value
+    assert 0 not in uids and len(set(uids)) == 1, uids
+    assert 0 not in gids and len(set(gids)) == 1, gids
+    assert 0 not in groups, groups
+    assert result.stats is not None
