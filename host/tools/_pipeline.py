@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -25,6 +26,29 @@ __all__ = ("Invocation", "ToolResolver")
 
 _JSON = Json()
 _log = logging.getLogger("host.tools")
+
+
+async def _run_in_thread(execute: Any, args: Any, ctx: ToolRunContext) -> Any:
+    """A sync tool in a worker thread; when its call is cancelled (an abort, the run's wall
+    budget), the thread is abandoned and reported, not waited for: nothing stops a thread."""
+    finished = threading.Event()
+
+    def body() -> Any:
+        try:
+            return execute(args, ctx)
+        finally:
+            finished.set()
+
+    try:
+        return await anyio.to_thread.run_sync(body, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        if not finished.is_set():
+            _log.warning(
+                "dsh-code: the sync tool %r did not return when its call was cancelled; its "
+                "thread is abandoned (it runs on until it returns; its result is dropped)",
+                ctx.name,
+            )
+        raise
 
 
 class ToolResolver(Protocol):
@@ -232,9 +256,7 @@ class Invocation:
                     if definition.is_async:
                         value = await definition.execute(self.call.args, ctx)
                     else:
-                        value = await anyio.to_thread.run_sync(
-                            definition.execute, self.call.args, ctx
-                        )
+                        value = await _run_in_thread(definition.execute, self.call.args, ctx)
                         value = await _maybe_await(value)
                 except ToolError as exc:
                     return _tool_error_result(exc)

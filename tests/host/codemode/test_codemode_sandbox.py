@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -115,3 +116,30 @@ async def test_a_code_mode_session_keeps_variables_between_run_code_calls(
         assert {"total", "twice"} <= set(session.names)
     outside = await codemode.run("return 'total' in globals()")
     assert outside.to_dict()["value"]["result"] is False
+
+
+_STUCK = threading.Event()
+
+
+@tool
+def stuck_sync_tool() -> int:
+    """Block its thread until released (a sync tool that never returns in time)."""
+    _STUCK.wait(20)
+    return 1
+
+
+async def test_a_stuck_sync_tool_cannot_hold_a_run_past_its_wall_budget() -> None:
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    registry.register(stuck_sync_tool)
+    _STUCK.clear()
+    try:
+        async with SubprocessRuntime() as runtime:
+            config = CodeModeConfig(limits=Limits(compute_ms=1_000, max_wall_ms=1_000))
+            codemode = CodeMode(registry, runtime, config)
+            started = time.monotonic()
+            result = await codemode.run_program("return await tools.stuck_sync_tool()")
+            took = time.monotonic() - started
+    finally:
+        _STUCK.set()  # let the abandoned thread end
+    assert result.error is not None and result.error.kind == "budget", result.error
+    assert took < 6, f"the run took {took:.1f} s under a 1 s wall budget"
