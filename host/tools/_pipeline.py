@@ -28,9 +28,20 @@ _JSON = Json()
 _log = logging.getLogger("host.tools")
 
 
+#: How long a sync tool's thread is waited for once its signal fires (it may be checking
+#: ``ctx.signal`` and about to return); past it the thread is abandoned.
+SYNC_ABORT_GRACE_S = 1.0
+
+
+class _Abandoned(Exception):
+    """A sync tool's thread did not return within the grace after its signal fired."""
+
+
 async def _run_in_thread(execute: Any, args: Any, ctx: ToolRunContext) -> Any:
-    """A sync tool in a worker thread; when its call is cancelled (an abort, the run's wall
-    budget), the thread is abandoned and reported, not waited for: nothing stops a thread."""
+    """A sync tool in a worker thread. When its signal fires, the thread has a grace to see it
+    and return (its result or error stands); past the grace, or at once when the awaiting task
+    itself is cancelled (the run settled), the thread is abandoned and reported: nothing can
+    stop a thread, and a run must not wait for one."""
     finished = threading.Event()
 
     def body() -> Any:
@@ -39,16 +50,23 @@ async def _run_in_thread(execute: Any, args: Any, ctx: ToolRunContext) -> Any:
         finally:
             finished.set()
 
-    try:
-        return await anyio.to_thread.run_sync(body, abandon_on_cancel=True)
-    except anyio.get_cancelled_exc_class():
-        if not finished.is_set():
-            _log.warning(
-                "dsh-code: the sync tool %r did not return when its call was cancelled; its "
-                "thread is abandoned (it runs on until it returns; its result is dropped)",
-                ctx.name,
-            )
-        raise
+    with anyio.CancelScope() as grace:
+
+        def start_grace(_reason: object) -> None:
+            grace.deadline = min(grace.deadline, anyio.current_time() + SYNC_ABORT_GRACE_S)
+
+        remove_callback = ctx.signal.add_callback(start_grace)
+        try:
+            return await anyio.to_thread.run_sync(body, abandon_on_cancel=True)
+        finally:
+            remove_callback()
+            if not finished.is_set():
+                _log.warning(
+                    "dsh-code: the sync tool %r did not return when its call was aborted; its "
+                    "thread is abandoned (it runs on until it returns; its result is dropped)",
+                    ctx.name,
+                )
+    raise _Abandoned  # the grace ran out (the scope caught its own cancellation)
 
 
 class ToolResolver(Protocol):
@@ -60,6 +78,10 @@ class ToolResolver(Protocol):
 def _error_text(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _no_callback() -> None:
+    return None
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -251,7 +273,13 @@ class Invocation:
             )
             self._runs.append(ctx)
             with anyio.CancelScope() as cancellation:
-                remove_callback = signal.add_callback(lambda _reason: cancellation.cancel())
+                # An async body is cancelled at its await when the signal fires; a sync one
+                # is given a grace to notice it (see _run_in_thread).
+                remove_callback = (
+                    signal.add_callback(lambda _reason: cancellation.cancel())
+                    if definition.is_async
+                    else _no_callback
+                )
                 try:
                     if definition.is_async:
                         value = await definition.execute(self.call.args, ctx)
@@ -260,6 +288,8 @@ class Invocation:
                         value = await _maybe_await(value)
                 except ToolError as exc:
                     return _tool_error_result(exc)
+                except _Abandoned:
+                    return ToolResult.failure(ErrorCode.ABORTED, _aborted_message(signal))
                 except Exception as exc:
                     return ToolResult.failure(ErrorCode.TOOL_ERROR, _error_text(exc))
                 finally:

@@ -170,12 +170,21 @@ def test_a_signal_during_start_up_is_a_message_never_a_traceback(
     assert json.loads(lines[0])["error"]["kind"] == "aborted"
 
 
-def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None:
+_DEAF_SYNC = (
+    "import time\nfrom host.tools import tool\n\n@tool\ndef stall() -> int:\n"
+    '    """Block a worker thread, deaf to the abort."""\n    time.sleep(120)\n    return 0\n'
+)
+_DEAF_ASYNC = (
+    "import anyio\nfrom host.tools import tool\n\n@tool\nasync def stall() -> int:\n"
+    '    """Shield itself from cancellation: the run\'s clean-up cannot end."""\n'
+    "    with anyio.CancelScope(shield=True):\n        await anyio.sleep(120)\n    return 0\n"
+)
+
+
+def _stall_then_terminate(tmp_path: Path, tool_source: str) -> tuple[int, str, str, float]:
+    """Run a program stuck in ``stall``, SIGTERM the command: (status, out, err, seconds)."""
     stall = tmp_path / "stall.py"
-    stall.write_text(
-        "import time\nfrom host.tools import tool\n\n@tool\ndef stall() -> int:\n"
-        '    """Block a worker thread, deaf to the abort."""\n    time.sleep(120)\n    return 0\n'
-    )
+    stall.write_text(tool_source)
     path = tmp_path / "prog.py"
     path.write_text("import os\nprint(os.getcwd(), flush=True)\nreturn await tools.stall()")
     log = tmp_path / "session.jsonl"
@@ -199,7 +208,7 @@ def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None
     )
     watch = WorkdirWatch(process.pid)
     try:
-        # The call was dispatched: its body is in a worker thread.
+        # The call was dispatched: its body runs.
         assert wait_until(lambda: log.exists() and "code-dispatch-start" in log.read_text())
         started = descendants(process.pid)
         sent = time.monotonic()
@@ -209,8 +218,22 @@ def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None
     finally:
         _kill(process)
         sweep(*watch.stop())  # the bound's exit at once leaves them to the next start's sweep
-    assert process.returncode == 143
+    assert gone(started)
+    return process.returncode, out, err, took
+
+
+def test_a_sync_tool_deaf_to_the_abort_does_not_hold_the_exit(tmp_path: Path) -> None:
+    status, out, err, took = _stall_then_terminate(tmp_path, _DEAF_SYNC)
+    assert status == 143
+    assert took < 5, f"{took:.1f} s: the exit waited for the tool's thread"
+    assert "clean-up took longer" not in err
+    assert "thread is abandoned" in err
+    assert json.loads(out)["error"]["kind"] == "aborted"
+
+
+def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None:
+    status, out, err, took = _stall_then_terminate(tmp_path, _DEAF_ASYNC)
+    assert status == 143
     assert 5 < took < 40  # the 10 s bound, not the tool's 120 s
     assert "clean-up took longer than 10 s" in err
     assert json.loads(out)["error"]["kind"] == "aborted"
-    assert gone(started)

@@ -20,6 +20,7 @@ from host.tools import (
     ToolResult,
     ToolResultEvent,
     ToolRunContext,
+    ToolsConfig,
     define_tool,
 )
 
@@ -254,3 +255,80 @@ async def test_async_body_is_cancelled_at_its_await_and_cleans_up_first() -> Non
     assert results[0].code is ErrorCode.ABORTED
     assert results[0].error is not None
     assert results[0].error.message == "tool call was aborted: stop"
+
+
+async def test_a_sync_body_deaf_to_the_abort_is_abandoned_after_the_grace() -> None:
+    registry = ToolRegistry(QUIET)
+    release = threading.Event()
+    entered = threading.Event()
+
+    def deaf(args: Any, ctx: ToolRunContext) -> Any:
+        entered.set()
+        release.wait(30)
+        return "too late"
+
+    registry.register(define_tool(name="deaf", description="", parameters={}, execute=deaf))
+    controller = AbortController()
+    results: list[ToolResult] = []
+
+    async def call() -> None:
+        results.append(await registry.invoke("deaf", {}, signal=controller.signal))
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            while not entered.is_set():
+                await anyio.sleep(0.005)
+            aborted_at = anyio.current_time()
+            controller.abort()
+        took = anyio.current_time() - aborted_at
+    finally:
+        release.set()
+    assert results[0].code is ErrorCode.ABORTED
+    # The grace (one second), not the body's thirty: a generous sanity bound.
+    assert 0.5 < took < 10
+
+
+async def test_a_sync_body_past_its_timeout_is_a_timeout_even_if_it_never_returns() -> None:
+    registry = ToolRegistry(ToolsConfig(repeat_reminder=None))
+    release = threading.Event()
+
+    def deaf(args: Any, ctx: ToolRunContext) -> Any:
+        release.wait(30)
+        return "too late"
+
+    registry.register(
+        define_tool(name="deaf", description="", parameters={}, execute=deaf, timeout_ms=50)
+    )
+    try:
+        with anyio.fail_after(10):
+            result = await registry.invoke("deaf", {})
+    finally:
+        release.set()
+    assert result.code is ErrorCode.TOOL_TIMEOUT
+
+
+async def test_cancelling_the_caller_abandons_a_sync_body_at_once() -> None:
+    registry = ToolRegistry(QUIET)
+    release = threading.Event()
+    entered = threading.Event()
+
+    def deaf(args: Any, ctx: ToolRunContext) -> Any:
+        entered.set()
+        release.wait(30)
+        return "too late"
+
+    registry.register(define_tool(name="deaf", description="", parameters={}, execute=deaf))
+    try:
+        with anyio.move_on_after(5) as outer:
+            async with anyio.create_task_group() as group:
+                group.start_soon(registry.invoke, "deaf", {})
+                while not entered.is_set():
+                    await anyio.sleep(0.005)
+                cancelled_at = anyio.current_time()
+                group.cancel_scope.cancel()
+        took = anyio.current_time() - cancelled_at
+    finally:
+        release.set()
+    assert not outer.cancelled_caught
+    assert took < 0.5  # not the grace: a settled run waits for no thread
