@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         FAILURE_KINDS,
         AbortSignalLike,
         Binding,
+        CallInfo,
         CallStyle,
         CodeRuntime,
         FailureKind,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         RunRequest,
         RunResult,
         RunStats,
+        current_call,
     )
     from runtime._errors import (
         RuntimeClosedError,
@@ -35,6 +37,7 @@ __all__ = (
     "FAILURE_KINDS",
     "AbortSignalLike",
     "Binding",
+    "CallInfo",
     "CallStyle",
     "CodeRuntime",
     "FailureKind",
@@ -47,6 +50,7 @@ __all__ = (
     "RuntimeEnvironmentError",
     "RuntimeUsageError",
     "ToolCallError",
+    "current_call",
     "json_problem",
 )
 

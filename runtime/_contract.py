@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -12,6 +13,7 @@ __all__ = (
     "FAILURE_KINDS",
     "AbortSignalLike",
     "Binding",
+    "CallInfo",
     "CallStyle",
     "CodeRuntime",
     "FailureKind",
@@ -20,6 +22,7 @@ __all__ = (
     "RunRequest",
     "RunResult",
     "RunStats",
+    "current_call",
 )
 
 FailureKind = Literal[
@@ -105,6 +108,27 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     """When set, the run settles with kind ``aborted``."""
     on_progress: Callable[[RunStats], None] | None = None
     """Called now and then (at most every 100 ms) with the run's figures so far."""
+    run_id: str | None = None
+    """The run's id (bindings see it in ``current_call``); None: the runtime makes one."""
+
+
+class CallInfo(msgspec.Struct, frozen=True):
+    """The binding call a binding is answering: its run and its place in the program's order."""
+
+    run_id: str
+    seq: int
+    """1 for the program's first call, 2 for its second, ... in the order it issued them."""
+
+    @property
+    def call_id(self) -> str:
+        """``<run id>:<seq>``: stable for the call, across a resumed run too."""
+        return f"{self.run_id}:{self.seq}"
+
+
+#: While a binding runs: the call it answers (set by the runtime around each binding call).
+current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar(
+    "dsh_code_current_call", default=None
+)
 
 
 class RunError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
+import itertools
+import secrets
 import threading
 import time
 import traceback
@@ -22,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runtime._checks import check_request
-from runtime._contract import RunError, RunRequest, RunResult, RunStats
+from runtime._contract import CallInfo, RunError, RunRequest, RunResult, RunStats, current_call
 from runtime._errors import RuntimeClosedError, ToolCallError
 from runtime._json import JsonTooLarge, json_problem
 from runtime._program import (
@@ -154,12 +157,14 @@ class InProcessRuntime:
         own["print"] = logs.print
         namespace.update(__file__=FILENAME, __builtins__=own)
         namespace.update(request.inputs)
+        run_id = request.run_id or secrets.token_hex(8)
+        seq = itertools.count(1)  # calls numbered in the order the program issues them
         for name, binding in request.bindings.items():
             *path, leaf = name.split(".")
             holder: dict[str, Any] = namespace
             for part in path:
                 holder = holder.setdefault(part, _Namespace(part)).__dict__
-            holder[leaf] = _bind(name, binding, request.call_style, loop)
+            holder[leaf] = _bind(name, binding, request.call_style, loop, (run_id, seq))
         if request.policy == "restricted":  # the policy's run-time guards, as in the child
             from runtime._restricted import restricted_globals
 
@@ -304,7 +309,13 @@ def _exception(exc: BaseException) -> RunError:
     )
 
 
-def _bind(name: str, binding: Callable[[Any], Awaitable[Any]], style: str, loop: _Loop) -> Any:
+def _bind(
+    name: str,
+    binding: Callable[[Any], Awaitable[Any]],
+    style: str,
+    loop: _Loop,
+    ids: tuple[str, itertools.count[int]],
+) -> Any:
     def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not args:
             return kwargs
@@ -312,10 +323,11 @@ def _bind(name: str, binding: Callable[[Any], Awaitable[Any]], style: str, loop:
             return args[0]
         raise TypeError(f"{name}() takes keyword arguments (or one dict of them)")
 
-    async def call(args: Any) -> Any:
+    async def call(args: Any, info: CallInfo) -> Any:
         problem = json_problem(args)
         if problem is not None:
             raise TypeError(f"the arguments of binding {name} are not lossless JSON: {problem}")
+        token = current_call.set(info)
         try:
             return await binding(args)
         except ToolCallError:
@@ -325,19 +337,24 @@ def _bind(name: str, binding: Callable[[Any], Awaitable[Any]], style: str, loop:
             raise ToolCallError(
                 name, str(exc), code if isinstance(code, str) else "TOOL_ERROR"
             ) from None
+        finally:
+            current_call.reset(token)
+
+    def issue() -> Callable[[Any], Awaitable[Any]]:  # numbered when issued, not answered
+        return functools.partial(call, info=CallInfo(ids[0], next(ids[1])))
 
     if style == "sync":
 
         def plain(*args: Any, **kwargs: Any) -> Any:
             if threading.get_ident() == loop.thread:
                 raise RuntimeError(f"{name}() was called plainly on the event loop's thread")
-            return loop.from_thread(call, arguments(args, kwargs))
+            return loop.from_thread(issue(), arguments(args, kwargs))
 
         return plain
 
     def awaited(*args: Any, **kwargs: Any) -> Any:
         if threading.get_ident() != loop.thread:  # awaited on the program's own loop
-            return loop.hop(call, arguments(args, kwargs))
-        return call(arguments(args, kwargs))
+            return loop.hop(issue(), arguments(args, kwargs))
+        return issue()(arguments(args, kwargs))
 
     return awaited

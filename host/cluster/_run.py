@@ -14,6 +14,7 @@ call that fails with a Ray error means the node or its actor is lost: the run is
 from __future__ import annotations
 
 import concurrent.futures
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +38,15 @@ from host.cluster._wire import (
     encode,
     encode_request,
 )
-from runtime import RunError, RunRequest, RunResult, RunStats, RuntimeUsageError
+from runtime import (
+    CallInfo,
+    RunError,
+    RunRequest,
+    RunResult,
+    RunStats,
+    RuntimeUsageError,
+    current_call,
+)
 from runtime.lowlevel import json_problem
 
 __all__ = ("ClusterRun", "NodeLost", "NotStarted")
@@ -82,6 +91,8 @@ class ClusterRun:
         self.node = node
         self.backend = backend
         self.run_id = run_id
+        self.public_id = request.run_id or secrets.token_hex(8)
+        """The id bindings see in ``current_call`` (``run_id`` is the node's number)."""
         self.unresponsive_s = unresponsive_s
         self.retried_from = retried_from
         self.logs: list[str] = []
@@ -283,6 +294,7 @@ class ClusterRun:
                 code="UNKNOWN_TOOL",
             )
         else:
+            token = current_call.set(CallInfo(self.public_id, call.id))
             try:
                 value = await binding(call.args)
             except Exception as exc:
@@ -306,6 +318,8 @@ class ClusterRun:
                     self._send_abort()
                     return None
                 reply = Answer(id=call.id, value=value)
+            finally:
+                current_call.reset(token)
         return reply
 
     def _flush(self) -> None:

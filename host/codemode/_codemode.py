@@ -40,7 +40,15 @@ from host.tools import (
     thaw,
     validate,
 )
-from runtime import CodeRuntime, Limits, RunRequest, RunResult, RunStats, ToolCallError
+from runtime import (
+    CodeRuntime,
+    Limits,
+    RunRequest,
+    RunResult,
+    RunStats,
+    ToolCallError,
+    current_call,
+)
 
 __all__ = (
     "DISPATCH_EVENT",
@@ -466,7 +474,8 @@ class CodeMode:
         signal: AbortSignal,
         scheduler: SubCallScheduler,
     ) -> ToolResult:
-        call_id = f"code-{next(self._ids)}"
+        info = current_call.get()  # the runtime's stable id, when a runtime set one
+        call_id = info.call_id if info is not None else f"code-{next(self._ids)}"
         parallel = is_concurrency_safe(self.registry, ToolCallRequest(tool, args), scope)
         async with scheduler.slot(parallel):
             self.registry.emit(

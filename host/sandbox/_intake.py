@@ -21,7 +21,7 @@ from host.sandbox._logs import LogIntake
 from host.sandbox._options import RunOptions, SessionState
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard
-from runtime import FailureKind, RunError, RunRequest, RunResult
+from runtime import CallInfo, FailureKind, RunError, RunRequest, RunResult, current_call
 from runtime.lowlevel import (
     CHILD_FAILURES,
     Call,
@@ -65,6 +65,7 @@ class Intake:
     """The frames and logs of a run's child (a part of ``Run``: the state is the run's)."""
 
     request: RunRequest
+    run_id: str
     options: RunOptions
     session: SessionState | None
     slot: ChildSlot
@@ -330,7 +331,11 @@ class Intake:
         except ValueError as exc:
             self._settle(RunError(kind="invalid_completion", message=str(exc)))
             return
-        frame, failure = await answer(call, args, self.options.max_frame_bytes)
+        token = current_call.set(CallInfo(self.run_id, call.id))
+        try:
+            frame, failure = await answer(call, args, self.options.max_frame_bytes)
+        finally:
+            current_call.reset(token)
         if failure is not None:
             self._settle(RunError(kind="invalid_completion", message=failure))
         elif frame is not None and self.guard.outcome is None:

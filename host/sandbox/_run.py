@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import threading
 import time
 from typing import Any
@@ -89,6 +90,7 @@ class Run(Intake):
         session: SessionState | None = None,
     ) -> None:
         self.request = request
+        self.run_id = request.run_id or secrets.token_hex(8)
         self.session = session
         self.limits = limits = request.limits
         self.code = code

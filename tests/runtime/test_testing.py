@@ -163,3 +163,26 @@ async def test_the_wall_budget_stops_a_program_on_its_own_loop() -> None:
     program = "import asyncio\nawait asyncio.sleep(0)\nwhile True:\n    await asyncio.sleep(0.01)"
     result = await _run(program, call_style="sync", limits=Limits(max_wall_ms=200))
     assert result.error is not None and result.error.budget == "wall"
+
+
+async def test_calls_are_numbered_in_the_programs_order_of_issue() -> None:
+    from runtime import current_call
+
+    seen: list[str] = []
+
+    async def record(args: Any) -> Any:
+        info = current_call.get()
+        assert info is not None
+        seen.append(info.call_id)
+        return None
+
+    async with InProcessRuntime() as rt:
+        result = await rt.run(
+            RunRequest(
+                program="await tools.r()\nawait tools.r()",
+                bindings={"tools.r": record},
+                run_id="x",
+            )
+        )
+    assert result.ok, result.error
+    assert seen == ["x:1", "x:2"]

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from host.codemode import DISPATCH_EVENT, DISPATCH_START_EVENT, CodeMode, CodeModeConfig
-from host.tools import Deny, ToolCall, ToolRegistry, ToolsConfig, tool
+from host.tools import Deny, ToolCall, ToolRegistry, ToolRunContext, ToolsConfig, tool
 from runtime import Limits
 from runtime.testing import InProcessRuntime
 from tests.conftest import ALL_BACKENDS
@@ -365,3 +365,20 @@ async def test_tools_registered_disposed_or_masked_between_runs_are_seen(
     masked = (await codemode.run(program, scope=agent)).to_dict()["value"]["result"]
     assert masked == [n for n in before if n != "add"]
     assert (await codemode.run(program)).to_dict()["value"]["result"] == before
+
+
+async def test_a_tool_sees_the_runs_stable_call_id(setup: tuple[ToolRegistry, CodeMode]) -> None:
+    registry, codemode = setup
+    ids: list[str | None] = []
+
+    @tool
+    def which(*, ctx: ToolRunContext) -> int:
+        """Record the call id the tool's context carries."""
+        ids.append(ctx.call_id)
+        return len(ids)
+
+    registry.register(which)
+    result = await codemode.run("await tools.which()\nreturn await tools.which()")
+    assert result.to_dict()["value"]["result"] == 2
+    run_id = ids[0].rsplit(":", 1)[0] if ids[0] else ""
+    assert run_id and ids == [f"{run_id}:1", f"{run_id}:2"]

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from runtime import Limits, RunRequest, RunResult
+from runtime import Limits, RunRequest, RunResult, current_call
 
 pytestmark = pytest.mark.anyio
 
@@ -132,3 +132,54 @@ async def test_an_unknown_call_style_is_a_caller_error(rt: SubprocessRuntime) ->
 
     with pytest.raises(RuntimeUsageError, match="call_style"):
         await rt.run(RunRequest(program="1", call_style="blocking"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("style", ["async", "sync"])
+async def test_each_call_knows_its_run_and_its_place_in_the_programs_order(
+    rt: SubprocessRuntime, style: str
+) -> None:
+    seen: list[str] = []
+
+    async def record(args: Any) -> Any:
+        info = current_call.get()
+        assert info is not None
+        seen.append(f"{info.call_id}={args['i']}")
+        await anyio.sleep(0.05 if args["i"] == 2 else 0)  # replies come out of order
+        return args["i"]
+
+    if style == "async":
+        program = (
+            "import asyncio\nawait tools.record(i=1)\n"
+            "await asyncio.gather(*(tools.record(i=i) for i in (2, 3, 4)))\n"
+        )
+    else:
+        program = "tools.record(i=1)\nfor i in (2, 3, 4):\n    tools.record(i=i)\n"
+    result = await rt.run(
+        RunRequest(
+            program=program,
+            bindings={"tools.record": record},
+            call_style=style,  # type: ignore[arg-type]
+            limits=LIMITS,
+            run_id="run-7",
+        )
+    )
+    assert result.ok, result.error
+    assert sorted(seen) == ["run-7:1=1", "run-7:2=2", "run-7:3=3", "run-7:4=4"]
+    assert current_call.get() is None
+
+
+async def test_a_run_without_an_id_gets_one_of_its_own(rt: SubprocessRuntime) -> None:
+    seen: list[str] = []
+
+    async def record(args: Any) -> Any:
+        info = current_call.get()
+        assert info is not None
+        seen.append(info.run_id)
+        return None
+
+    for _ in range(2):
+        result = await rt.run(
+            RunRequest(program="await tools.record()", bindings={"tools.record": record})
+        )
+        assert result.ok, result.error
+    assert len(set(seen)) == 2 and all(seen)
