@@ -34,8 +34,6 @@ from runtime._contain import (
     make_root_read_only,
     mount_proc,
     mount_workdir,
-    unshare_mounts_and_ipc,
-    unshare_run_namespaces,
 )
 from runtime._errors import ToolCallError
 from runtime._privileges import (
@@ -68,20 +66,15 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 @dataclass(frozen=True)
 class ChildSetup:
-    """What the template settled for every child it forks."""
+    """What the template settled for every child it forks (see ``runtime._settle``)."""
 
     isolation: str  # "namespaces" or "process"
-    private: bool  # a mount and IPC namespace of its own at the process level (a root host)
-    view: bool  # the template's mount namespace is read-only already, cgroups hidden
-    uid: int | None  # the unprivileged ids programs run as (a root host), else None: ours
-    gid: int | None
-    seccomp: bytes  # the filter every program runs under (b"": none)
-    #: Namespaces without a user namespace (a root host): the template forks each child as
-    #: PID 1 of a new PID namespace, so a run is two processes (init, program), not three.
-    direct: bool = False
-    #: The template's own empty network namespace is every run's (its loopback down, and
-    #: Landlock keeping abstract unix sockets apart); else each run gets a new one.
-    shared_network: bool = False
+    seccomp: bytes  # the filter each child loads (b"": none, or the template loaded it)
+    #: The template gave up for its children what each would (a root host, with a read-only
+    #: view): a child is one process that joins its cgroups, takes its uid, applies Landlock.
+    prepared: bool = False
+    #: Each run has a uid of its own (the host sends it with the fork request).
+    per_run_uid: bool = False
 
 
 class BindingNamespace:
@@ -129,11 +122,9 @@ def _install_bindings(
         holder[leaf] = make_binding(bridge, name, style)
 
 
-def _contain(
-    ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int], keep: int | None = None
-) -> None:
+def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int]) -> None:
     """Session, death signal, no_new_privs, subreaper, fds 0/1/2, the run's cgroups, and
-    nothing else inherited (but ``keep``)."""
+    nothing else inherited."""
     os.setsid()
     _die_with(parent)
     _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -149,7 +140,7 @@ def _contain(
     for fd in join:  # before any fork, so every process of the run is in the run's cgroups
         os.write(fd, b"0")
         os.close(fd)
-    _close_fds_except({0, 1, 2, ctl_in, ctl_out} | ({keep} if keep is not None else set()))
+    _close_fds_except({0, 1, 2, ctl_in, ctl_out})
     os.set_inheritable(ctl_in, False)
     os.set_inheritable(ctl_out, False)
 
@@ -161,41 +152,6 @@ def _die_with(parent: int) -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
-
-
-def _init_direct(runner: int, status_w: int, fds: tuple[int, ...]) -> None:
-    """PID 1 of the run's namespace (forked so by the template): reap everything; when the
-    program's process ends, tell the host its wait status (an ``X`` record on the template's
-    status pipe, before the template's own) and end, which ends the namespace."""
-    _close_all(fds)  # the run's pipes are the program's alone: its exit is their EOF
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            os._exit(0)
-        except InterruptedError:
-            continue
-        if pid == runner:
-            try:
-                os.write(status_w, b"X" + struct.pack("!i", os.waitstatus_to_exitcode(status)))
-            except OSError:
-                pass
-            os._exit(0)
-
-
-def _enter_namespaces_direct(setup: ChildSetup, status_w: int, fds: tuple[int, ...]) -> None:
-    """As PID 1 of a new PID namespace (root): the run's own namespaces, /proc, then the
-    program's process (PID 2) under this init."""
-    unshare_run_namespaces(network=not setup.shared_network)
-    if not setup.view:
-        make_root_read_only()
-        hide_cgroups()
-    mount_proc()
-    runner = os.fork()
-    if runner:
-        _init_direct(runner, status_w, fds)
-    os.close(status_w)
-    _die_with(1)
 
 
 def _close_fds_except(keep: set[int]) -> None:
@@ -260,10 +216,10 @@ def _init(runner: int, report_w: int, fds: tuple[int, ...]) -> None:
             os._exit(0)
 
 
-def _enter_namespaces(fds: tuple[int, ...], setup: ChildSetup) -> None:
-    """New namespaces, then two forks: a supervisor outside, an init (PID 1) inside, and the
-    program's process (PID 2) under it. The program is not PID 1, so signals it sends itself
-    act as anywhere else."""
+def _enter_namespaces(fds: tuple[int, ...]) -> None:
+    """New namespaces (a user namespace first), then two forks: a supervisor outside, an
+    init (PID 1) inside, and the program's process (PID 2) under it. The program is not PID
+    1, so signals it sends itself act as anywhere else."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
     enter_namespaces()
     init = os.fork()
@@ -275,9 +231,8 @@ def _enter_namespaces(fds: tuple[int, ...], setup: ChildSetup) -> None:
     # as in _contain; if it died before this line, the template sweeps us up as an orphan.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     make_mounts_private()
-    if not setup.view:  # the template has no read-only view to inherit: make it here
-        make_root_read_only()
-        hide_cgroups()
+    make_root_read_only()
+    hide_cgroups()
     mount_proc()
     runner = os.fork()
     if runner:
@@ -288,24 +243,26 @@ def _enter_namespaces(fds: tuple[int, ...], setup: ChildSetup) -> None:
         os._exit(1)
 
 
-def _prepare(prepare: Prepare, setup: ChildSetup, reporter: Reporter) -> None:
-    """Contain this child in its run's directory and set the limits that do not depend on
-    the program; then give up every privilege."""
+def _enter_workdir(prepare: Prepare, reporter: Reporter) -> None:
+    """Move into the run's directory, confined to it (Landlock), with the limits that do not
+    depend on the program."""
     reporter.linger_after = prepare.linger
-    uid = setup.uid if setup.uid is not None else os.geteuid()
-    gid = setup.gid if setup.gid is not None else os.getegid()
-    if setup.isolation == "namespaces" or setup.private:
-        mount_workdir(prepare.workdir, prepare.file_bytes, uid, gid)
     os.chdir(prepare.workdir)
     landlock(prepare.workdir)
     resource.setrlimit(resource.RLIMIT_FSIZE, (prepare.file_bytes, prepare.file_bytes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (prepare.open_files, prepare.open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if prepare.max_processes:  # counted per uid: the run's own
+        resource.setrlimit(resource.RLIMIT_NPROC, (prepare.max_processes, prepare.max_processes))
+
+
+def _prepare(prepare: Prepare, setup: ChildSetup, reporter: Reporter) -> None:
+    """Per child (no prepared template): contain it in its run's directory (at the
+    namespaces level a tmpfs of its own), then give up every privilege."""
+    if setup.isolation == "namespaces":
+        mount_workdir(prepare.workdir, prepare.file_bytes, os.geteuid(), os.getegid())
+    _enter_workdir(prepare, reporter)
     drop_bounding_set()
-    # (with a user namespace, its owner already is the unprivileged uid)
-    own_namespace = setup.isolation == "namespaces" and not setup.direct
-    if setup.uid is not None and setup.gid is not None and not own_namespace:
-        become(setup.uid, setup.gid)
     clear_capabilities()
     load_seccomp(setup.seccomp)
 
@@ -359,38 +316,36 @@ def child_main(
     parent: int,
     setup: ChildSetup,
     join: list[int],
-    status_w: int,
+    uid: int | None,
 ) -> Prepared:
     """Set this freshly forked process up and wait for its program; exits if it cannot.
 
-    ``join`` are ``cgroup.procs`` files (open for writing) of the run's cgroups.
+    ``join`` are ``cgroup.procs`` files (open for writing) of the run's cgroups; ``uid`` the
+    run's own (None: keep ours, without capabilities).
 
     Everything that does not depend on the program happens before the child waits for
     its ``Start`` frame, so a child forked ahead of time has done it already.
     """
     try:
-        direct = setup.isolation == "namespaces" and setup.direct
-        _contain(
-            ctl_in, ctl_out, log_w, 0 if direct else parent, join, status_w if direct else None
-        )
-        join_new_session_keyring()
-        if direct:
-            _enter_namespaces_direct(setup, status_w, (0, 1, 2, ctl_in, ctl_out))
-        elif setup.isolation == "namespaces":
-            if setup.uid is not None and setup.gid is not None:
-                drop_bounding_set()
-                become(setup.uid, setup.gid)  # the user namespace's owner: an unprivileged uid
-                _die_with(parent)
-            _enter_namespaces((0, 1, 2, ctl_in, ctl_out), setup)
-        elif setup.private:
-            unshare_mounts_and_ipc()
+        _contain(ctl_in, ctl_out, log_w, parent, join)
+        if setup.prepared:
+            if uid is not None:
+                become(uid, uid)
+                _die_with(parent)  # cleared by the change of ids
+            else:
+                clear_capabilities()
+        else:
+            join_new_session_keyring()
+            if setup.isolation == "namespaces":
+                _enter_namespaces((0, 1, 2, ctl_in, ctl_out))
         bridge = Bridge(ctl_in, ctl_out)
         reporter = Reporter(bridge)
         bridge.fail = reporter.fail
         prepare: Prepare = bridge.read_first(Prepare)
-        _prepare(prepare, setup, reporter)
-        if setup.uid is not None and (setup.isolation == "process" or direct):
-            _die_with(1 if direct else parent)  # cleared by the change of ids
+        if setup.prepared:
+            _enter_workdir(prepare, reporter)
+        else:
+            _prepare(prepare, setup, reporter)
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's
@@ -425,7 +380,10 @@ def child_main(
         start_cpu_timer(start.compute_ns)
     except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
         os.write(
-            2, f"dsh-code child set-up failed: {exc!r} {getattr(exc, 'strerror', '')}\n".encode()
+            2,
+            f"dsh-code child set-up failed: {type(exc).__name__}: {exc}\n".encode(errors="replace")[
+                :2000
+            ],
         )
         os._exit(70)
     return Prepared(code, namespace, bridge, reporter)

@@ -17,6 +17,7 @@ __all__ = (
     "enter_pid_namespace",
     "hide_cgroups",
     "interpreter_paths",
+    "keep_writable",
     "landlock",
     "landlock_abi",
     "make_mounts_private",
@@ -201,10 +202,23 @@ def hide_cgroups(path: str = "/sys/fs/cgroup") -> None:
         raise _error(f"mount tmpfs on {path}")
 
 
-def mount_proc() -> None:
-    """In a new PID namespace: /proc shows our PID namespace only."""
-    if _libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) != 0:
+def mount_proc(*, hide_others: bool = False) -> None:
+    """A new /proc for our PID namespace; ``hide_others``: each uid sees only its own
+    processes in it (``hidepid=invisible``; root sees all)."""
+    options = b"hidepid=invisible" if hide_others else None
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    if _libc.mount(b"proc", b"/proc", b"proc", flags, options) != 0:
         raise _error("mount proc")
+
+
+def keep_writable(path: str) -> None:
+    """In our read-only mount namespace: ``path`` (and what is below it) writable again,
+    as a bind mount of itself."""
+    if _libc.mount(path.encode(), path.encode(), None, _MS_BIND, None) != 0:
+        raise _error(f"bind mount {path}")
+    writable = struct.pack("=QQQQ", 0, _MOUNT_ATTR_RDONLY, 0, 0)
+    if _libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, path.encode(), 0, writable, len(writable)):
+        raise _error(f"mount_setattr {path} read-write")
 
 
 def mount_workdir(workdir: str, size_bytes: int, uid: int, gid: int) -> None:

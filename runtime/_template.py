@@ -1,13 +1,15 @@
 """The template process: imports what a child needs once, then forks one child per run.
 
-It never runs a program. At start it settles what every child gets (the isolation level,
-the seccomp filter, on a root host a read-only view of the file system and the uid programs
-run as) and says so in its READY message, JSON after ``b"R:"``. The host talks to it over a
-SOCK_SEQPACKET socket: each request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w,
-status_w), then up to four ``cgroup.procs`` files the child joins before anything else.
-The template forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it
-has reaped the child and killed whatever the run left behind. EOF on the socket means the
-host is gone: every child is killed and the template exits.
+It never runs a program. At start it settles what every child gets (``runtime._settle``:
+the isolation level, the seccomp filter, on a root host a read-only view of the file system
+and everything children would otherwise each give up) and says so in its READY message,
+JSON after ``b"R:"``. The host talks to it over a SOCK_SEQPACKET socket: each fork request is
+``b"F"`` and the run's uid (4 bytes), with four fds (ctl_in, ctl_out, log_w, status_w), then
+up to four ``cgroup.procs`` files the child joins before anything else; ``b"K"`` and a uid
+kills every process of that uid. The template forks; it writes ``b"P" + pid`` on status_w,
+and ``b"X" + exit status`` once it has reaped the child and killed whatever the run left
+behind. EOF on the socket means the host is gone: every child is killed and the template
+exits.
 """
 
 from __future__ import annotations
@@ -25,26 +27,13 @@ import sys
 import time
 from typing import Any
 
+import msgspec
+
 from runtime._child import ChildSetup, child_main, run_child  # imported once: forks start warm
-from runtime._contain import (
-    enter_namespaces,
-    enter_pid_namespace,
-    hide_cgroups,
-    interpreter_paths,
-    landlock_abi,
-    make_mounts_private,
-    make_root_read_only,
-    mount_proc,
-    new_pid_namespace_for_children,
-    reveal_paths,
-    unshare_mounts_and_ipc,
-    unshare_network,
-    unshare_run_namespaces,
-)
-from runtime._privileges import become
 from runtime._procs import children, kill_tree
 from runtime._program import compile_program
-from runtime._seccomp import build_filter
+from runtime._settle import settle
+from runtime._wire import TemplateConfig
 
 # Modules programs reach for: imported once here, so a child finds them loaded.
 _WARM = (
@@ -69,10 +58,14 @@ _WARM = (
 __all__ = ("main", "run_child")
 
 _PR_SET_CHILD_SUBREAPER = 36
-_PR_SET_NO_NEW_PRIVS = 38
 _INT = struct.Struct("!i")
 _FDS_PER_RUN = 4
 _MAX_JOIN = 4  # cgroup.procs files: unified, pids, memory, cpu
+_FDS_MAX = _FDS_PER_RUN + _MAX_JOIN
+#: A fork request: b"F" and the run's uid (_NO_UID: the template's own, without capabilities);
+#: b"K" and a uid: kill every process of that uid.
+_UID = struct.Struct("!I")
+_NO_UID = 0xFFFFFFFF
 
 
 _UNFREED: list[object] = []
@@ -93,24 +86,15 @@ class _Template:
         self.sock = sock
         self.setup = setup
         self.runs: dict[int, int] = {}  # pid -> status_w fd
-        # forking each child as PID 1 of a new PID namespace: the one to come back to after
-        self._own_pid_ns = (
-            os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if setup.direct else -1
-        )
+        self.killers: set[int] = set()  # kill_uid's processes: not strays to sweep
 
-    def fork(self, fds: list[int]) -> None:
+    def fork(self, fds: list[int], uid: int | None) -> None:
         ctl_in, ctl_out, log_w, status_w, *join = fds
-        if self.setup.direct:
-            new_pid_namespace_for_children()
-        try:
-            pid = os.fork()
-        finally:
-            if self.setup.direct and pid != 0:
-                enter_pid_namespace(self._own_pid_ns)  # else the next one would nest in it
+        pid = os.fork()
         if pid == 0:
             # Leave the template's frames first: the program's first frame is then as near
             # the bottom of the stack as a script's (the boot line calls run_child).
-            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, status_w)
+            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, uid)
         for fd in (ctl_in, ctl_out, log_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
@@ -118,6 +102,19 @@ class _Template:
             os.write(status_w, b"P" + _INT.pack(pid))
         except OSError:  # the host gave up on this run already
             pass
+
+    def kill_uid(self, uid: int) -> None:
+        """SIGKILL every process of ``uid`` at once: a killer of that uid signals all it may
+        (``kill(-1)`` holds the task list while it walks it, so no fork can slip through)."""
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        self.killers.add(pid)
 
     def reap(self) -> None:
         """Collect exited children; for a run, sweep strays first, then report its status."""
@@ -128,6 +125,7 @@ class _Template:
                 return
             if pid == 0:
                 return
+            self.killers.discard(pid)
             status_w = self.runs.pop(pid, None)
             if status_w is None:
                 continue  # a stray we killed, or one that died on its own
@@ -142,7 +140,9 @@ class _Template:
         """Kill every child of ours that is not a live run: leftovers of settled runs."""
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
-            strays = [p for p in children(os.getpid()) if p not in self.runs]
+            strays = [
+                p for p in children(os.getpid()) if p not in self.runs and p not in self.killers
+            ]
             if not strays:
                 return
             for pid in strays:
@@ -165,161 +165,14 @@ class _Template:
         os._exit(0)
 
 
-def _probe_namespaces(uid: int | None) -> str | None:
-    """Try the namespaces level in a throwaway child, as a child would enter it (as ``uid``,
-    when given); None if it works, else why not."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            libc = ctypes.CDLL(None)
-            libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            if uid is not None:
-                become(uid, uid)
-            enter_namespaces()
-            inner = os.fork()
-            if inner == 0:
-                try:
-                    make_mounts_private()
-                    make_root_read_only()
-                    hide_cgroups()
-                    mount_proc()
-                except BaseException as exc:
-                    os.write(w, str(exc).encode()[:500])
-                    os._exit(1)
-                os._exit(0)
-            _, status = os.waitpid(inner, 0)
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-        except BaseException as exc:
-            os.write(w, str(exc).encode()[:500])
-            os._exit(1)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    with os.fdopen(r, "rb") as f:
-        reason = f.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) == 0:
-        return None
-    return reason or f"the probe exited with status {os.waitstatus_to_exitcode(status)}"
-
-
-def _probe_direct() -> str | None:
-    """Try the namespaces level without a user namespace (a root host) in a throwaway child:
-    a new PID namespace for a grandchild, which makes its own namespaces and /proc; None if
-    that works, else why not."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            new_pid_namespace_for_children()
-            inner = os.fork()
-            if inner == 0:
-                try:
-                    unshare_run_namespaces(network=False)
-                    mount_proc()
-                except BaseException as exc:
-                    os.write(w, str(exc).encode()[:500])
-                    os._exit(1)
-                os._exit(0 if os.getpid() == 1 else 2)
-            _, status = os.waitpid(inner, 0)
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-        except BaseException as exc:
-            os.write(w, str(exc).encode()[:500])
-            os._exit(1)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    with os.fdopen(r, "rb") as f:
-        reason = f.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) == 0:
-        return None
-    return reason or f"the probe exited with status {os.waitstatus_to_exitcode(status)}"
-
-
-def _make_view(uid: int | None) -> str:
-    """On a root host: a mount namespace of the template's own, inherited by every child,
-    read-only, the host's cgroup tree hidden, and the interpreter reachable for ``uid``.
-    Returns why not ("" when done)."""
-    try:
-        unshare_mounts_and_ipc()
-        make_root_read_only()
-        hide_cgroups()
-        if uid is not None:
-            reveal_paths(interpreter_paths(), uid, uid)
-    except OSError as exc:
-        return str(exc)
-    return ""
-
-
-def _settle(requested: str, run_uid: int | None) -> tuple[ChildSetup, dict[str, object]]:
-    """What every child gets here, and the facts the host reports."""
-    root = os.geteuid() == 0
-    uid = run_uid if root and run_uid else None
-    why_not_view = _make_view(uid) if root else "the host is not root"
-    view = not why_not_view
-    if uid is not None and not view:
-        uid = None  # the interpreter may not be reachable for it: stay the host's uid, no caps
-    isolation, why_not, direct = "process", "", False
-    if requested in ("namespaces", "auto"):
-        problem = _probe_direct() if view else "no read-only view to inherit"
-        direct = problem is None
-        if not direct:
-            problem = _probe_namespaces(uid)
-            if problem is not None and uid is not None and _probe_namespaces(None) is None:
-                problem, uid = None, None  # no unprivileged user namespaces: root mapped 1:1
-        if problem is None:
-            isolation = "namespaces"
-        else:
-            why_not = problem
-    # One empty network namespace for every run, where Landlock (ABI 6) keeps their
-    # abstract unix sockets apart; its loopback is down and no program may bring it up.
-    shared_network = direct and landlock_abi() >= 6
-    if shared_network:
-        try:
-            unshare_network()
-        except OSError:
-            shared_network = False
-    private = isolation == "process" and view
-    seccomp, why_not_seccomp = build_filter(deny_ipc=isolation == "process" and not private)
-    setup = ChildSetup(
-        isolation=isolation,
-        private=private,
-        view=view,
-        uid=uid,
-        gid=uid,
-        seccomp=seccomp,
-        direct=isolation == "namespaces" and direct,
-        shared_network=isolation == "namespaces" and shared_network,
-    )
-    facts = {
-        "isolation": isolation,
-        "why_not_namespaces": why_not,
-        "seccomp": bool(seccomp),
-        "why_not_seccomp": why_not_seccomp,
-        "read_only_root": view or isolation == "namespaces",
-        "why_not_read_only_root": "" if view or isolation == "namespaces" else why_not_view,
-        "uid": uid,
-        "processes_per_run": 2 if setup.direct else 3 if isolation == "namespaces" else 1,
-        "shared_network": setup.shared_network,
-    }
-    return setup, facts
-
-
-def main(
-    sock_fd: int,
-    requested: str = "process",
-    run_uid: int | None = None,
-    preload: tuple[str, ...] = (),
-) -> Any:
+def main(sock_fd: int, config_json: str = "{}") -> Any:
     """The template's loop: READY, then fork on request, reap on SIGCHLD, exit on EOF.
 
-    ``requested`` is "process", "namespaces" or "auto"; ``run_uid`` the uid programs run as
-    on a root host (None: root itself, without capabilities); ``preload`` modules to import
-    once for every child. READY says what we settled on. Returns only in a forked child: the
-    program to run (pass it to ``run_child``).
+    ``config_json`` is a ``TemplateConfig``. READY says what we settled on. Returns only in a
+    forked child: the program to run (pass it to ``run_child``).
     """
     try:
-        _serve(sock_fd, requested, run_uid, preload)
+        _serve(sock_fd, msgspec.json.decode(config_json, type=TemplateConfig))
     except _Forked as forked:
         # Kept, with the template's frames it holds: freeing them in a child would only copy
         # the pages it shares with the template (a copy-on-write fault for each).
@@ -362,12 +215,13 @@ def _preload(modules: tuple[str, ...]) -> dict[str, object]:
     return {"preload_errors": errors, "preload_threads": threads - 1, "preload_fds": opened}
 
 
-def _serve(sock_fd: int, requested: str, run_uid: int | None, preload: tuple[str, ...]) -> None:
+def _serve(sock_fd: int, config: TemplateConfig) -> None:
     for name in _WARM:
         __import__(name)
     compile_program("1")  # warms the compiler's own caches
     import runtime._state  # noqa: F401 - a session's serializer (cloudpickle), loaded once here
 
+    preload = tuple(config.preload)
     preloaded = _preload(preload) if preload else {}
 
     # Python's C-locale coercion sets LC_CTYPE at start-up; a child's environment is empty.
@@ -375,7 +229,7 @@ def _serve(sock_fd: int, requested: str, run_uid: int | None, preload: tuple[str
     libc = ctypes.CDLL(None)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sock = socket.socket(fileno=sock_fd)
-    setup, facts = _settle(requested, run_uid)
+    setup, facts = settle(config)
     facts.update(preloaded, preload=list(preload))
     template = _Template(sock, setup)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -407,7 +261,7 @@ def _serve(sock_fd: int, requested: str, run_uid: int | None, preload: tuple[str
             fds = array.array("i")
             try:
                 msg, ancdata, _flags, _addr = sock.recvmsg(
-                    16, socket.CMSG_SPACE((_FDS_PER_RUN + _MAX_JOIN) * fds.itemsize)
+                    16, socket.CMSG_SPACE(_FDS_MAX * fds.itemsize)
                 )
             except InterruptedError:
                 continue
@@ -418,20 +272,16 @@ def _serve(sock_fd: int, requested: str, run_uid: int | None, preload: tuple[str
                     fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
             if not msg:
                 template.shutdown()
-            if msg == b"F" and _FDS_PER_RUN <= len(fds) <= _FDS_PER_RUN + _MAX_JOIN:
-                template.fork(list(fds))
-            else:
-                for stray in fds:
-                    os.close(stray)
+            if msg[:1] == b"F" and len(msg) == 5 and _FDS_PER_RUN <= len(fds) <= _FDS_MAX:
+                uid = _UID.unpack(msg[1:])[0]
+                template.fork(list(fds), None if uid == _NO_UID else uid)
+                continue
+            for stray in fds:
+                os.close(stray)
+            if msg[:1] == b"K" and len(msg) == 5:
+                template.kill_uid(_UID.unpack(msg[1:])[0])
         template.reap()
 
 
 if __name__ == "__main__":
-    run_child(
-        main(
-            int(sys.argv[1]),
-            sys.argv[2] if len(sys.argv) > 2 else "process",
-            int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None,
-            tuple(filter(None, sys.argv[4].split(","))) if len(sys.argv) > 4 else (),
-        )
-    )
+    run_child(main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "{}"))

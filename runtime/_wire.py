@@ -26,6 +26,7 @@ __all__ = (
     "ReplyError",
     "Start",
     "State",
+    "TemplateConfig",
     "encode_frame",
 )
 
@@ -40,6 +41,20 @@ ChildFailureKind = Literal[
 CHILD_FAILURES: tuple[str, ...] = typing.get_args(ChildFailureKind)
 
 
+class TemplateConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Host -> template, at its start: what to settle for every child it will fork."""
+
+    isolation: Literal["auto", "namespaces", "process"] = "auto"
+    #: On a root host, the uids the host will ask children to run as (each run its own);
+    #: empty: the host's own uid, without capabilities.
+    run_uids: list[int] = msgspec.field(default_factory=list)
+    preload: list[str] = msgspec.field(default_factory=list)
+    #: Let programs open sockets (at the process level: the host's network).
+    network: bool = False
+    #: Where runs' directories are made: writable in the read-only view of a root host.
+    workdir_root: str = ""
+
+
 class Prepare(msgspec.Struct, tag=True, frozen=True):
     """Host -> child, first, before any program: what does not depend on the program, so a
     child forked ahead of time is contained before its ``Start`` arrives."""
@@ -49,6 +64,7 @@ class Prepare(msgspec.Struct, tag=True, frozen=True):
     open_files: int
     linger: bool  # after the report, wait to be killed (False: the run's cgroup holds it)
     warm_up: bool  # run a throwaway program first (a spare: it has the time while it waits)
+    max_processes: int = 0  # RLIMIT_NPROC, where the run's uid is its own (0: not set)
 
 
 class Start(msgspec.Struct, tag=True, frozen=True):

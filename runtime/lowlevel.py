@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         ReplyError,
         Start,
         State,
+        TemplateConfig,
         encode_frame,
     )
 
@@ -68,6 +69,7 @@ __all__ = (
     "ReplyError",
     "Start",
     "State",
+    "TemplateConfig",
     "check_request",
     "children",
     "compile_program",

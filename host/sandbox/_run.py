@@ -58,6 +58,11 @@ _SIGNAL_NAMES = {
 }
 
 
+#: How a child that failed its own set-up leaves, and the log line that says why.
+_SETUP_FAILED = 70
+_SETUP_LINE = "dsh-code child set-up failed: "
+
+
 def _died_message(status: int | None) -> str:
     if status is None:
         return "the child died and its exit status is unknown"
@@ -210,9 +215,12 @@ class Run(Intake):
                 budget="compute",
                 message=f"the run passed its compute budget of {self.limits.compute_ms} ms",
             )
-        return msgspec.structs.replace(
-            error, exit_status=status, message=error.message or _died_message(status)
-        )
+        message = error.message or _died_message(status)
+        if status == _SETUP_FAILED:
+            reason = next((x for x in self.logs.lines if x.startswith(_SETUP_LINE)), None)
+            if reason is not None:  # the child said why before it left (bounded: a log line)
+                message = f"the child could not set itself up: {reason[len(_SETUP_LINE) :]}"
+        return msgspec.structs.replace(error, exit_status=status, message=message)
 
     def _settle(self, outcome: RunResult | RunError) -> None:
         """Claim the outcome (unless the watchdog did first), kill, stop every watcher."""
@@ -369,6 +377,9 @@ class Run(Intake):
                 pids = [self.pid]
             else:
                 pids = []
+            if cgroup is None and self.slot.own_uid and self.slot.uid is not None:
+                # what left the tree (a setsid()) is still of the run's uid
+                self.slot.template.kill_uid(self.slot.uid)
         move_off_this_cpu(pids)
 
     async def _conclude(self) -> None:

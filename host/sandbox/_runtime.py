@@ -18,6 +18,7 @@ from host.sandbox._run import Run
 from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
+from host.sandbox._uids import DEFAULT_UIDS, UidPool
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import sweep_stale
 from runtime import (
@@ -29,7 +30,14 @@ from runtime import (
     RuntimeEnvironmentError,
     RuntimeUsageError,
 )
-from runtime.lowlevel import Policy, ProgramRejected, check_request, compile_program, searchable_by
+from runtime.lowlevel import (
+    Policy,
+    ProgramRejected,
+    TemplateConfig,
+    check_request,
+    compile_program,
+    searchable_by,
+)
 
 __all__ = ("SubprocessRuntime",)
 
@@ -38,8 +46,6 @@ _log = logging.getLogger("host.sandbox")
 _COMPILE_INLINE = 20_000
 #: Compiled programs kept per runtime.
 _COMPILED_KEPT = 64
-#: The uid programs run as on a root host, unless told otherwise ("nobody").
-_NOBODY = 65534
 
 
 class SubprocessRuntime:
@@ -50,8 +56,9 @@ class SubprocessRuntime:
     counts until its processes are gone and its resources freed, after ``run()`` returned);
     ``prefork`` children are kept forked ahead of time, each used for one run only. With
     ``use_cgroups`` (where the host may create cgroups) each run gets cgroups of its own.
-    On a root host programs run as ``run_as_uid`` (default 65534, "nobody"; 0 keeps root,
-    without capabilities). ``preload`` modules are imported once by the template, so a
+    On a root host each run has a uid of its own from ``run_as_uid`` (a range; default far
+    above people's uids), or every run the one uid given (0 keeps root, without
+    capabilities). Programs open no socket but socketpairs unless ``network``. ``preload`` modules are imported once by the template, so a
     program's ``import`` of them costs nothing (each child has its own copy-on-write copy).
     """
 
@@ -72,7 +79,8 @@ class SubprocessRuntime:
         isolation: str = "auto",
         use_cgroups: bool = True,
         max_processes: int = 1024,
-        run_as_uid: int | None = None,
+        run_as_uid: int | range | None = None,
+        network: bool = False,
         preload: Sequence[str] = (),
         python: str = sys.executable,
     ) -> None:
@@ -98,10 +106,21 @@ class SubprocessRuntime:
             raise ValueError(
                 f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}"
             )
-        if run_as_uid is not None and (
+        if isinstance(run_as_uid, range):
+            if (
+                len(run_as_uid) == 0
+                or run_as_uid.step != 1
+                or not (run_as_uid.start > 0 and run_as_uid.stop <= 2**32 - 1)
+            ):
+                raise ValueError(
+                    f"run_as_uid must be a non-empty range of uids, got {run_as_uid!r}"
+                )
+        elif run_as_uid is not None and (
             type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1
         ):
-            raise ValueError(f"run_as_uid must be a uid (an int from 0), got {run_as_uid!r}")
+            raise ValueError(
+                f"run_as_uid must be a uid (an int from 0) or a range of them, got {run_as_uid!r}"
+            )
         if isinstance(preload, str) or not all(
             isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in preload
         ):
@@ -124,8 +143,17 @@ class SubprocessRuntime:
             max_call_bytes=max_call_bytes,
             max_json_values=max_json_values,
         )
-        uid = _NOBODY if run_as_uid is None else run_as_uid
-        self._run_uid = uid if os.geteuid() == 0 and uid != 0 else None
+        self._network = network
+        root = os.geteuid() == 0
+        # On a root host: a uid per run from a pool (the default), or one uid for all.
+        self._uids = (
+            UidPool(run_as_uid or DEFAULT_UIDS, max_concurrent_runs + prefork + 2)
+            if root and not isinstance(run_as_uid, int)
+            else None
+        )
+        self._fixed_uid = (
+            run_as_uid if root and isinstance(run_as_uid, int) and run_as_uid else None
+        )
         self._max_concurrent = max_concurrent_runs
         self._python = python
         self._template: TemplateProcess | None = None
@@ -293,7 +321,7 @@ class SubprocessRuntime:
         try:
             await run.release()
         finally:
-            self._release_cgroup(run.slot)
+            self._release_slot(run.slot)
             limiter.release_on_behalf_of(ticket)
             self._leave()
 
@@ -336,12 +364,16 @@ class SubprocessRuntime:
                 if self._closed:
                     raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
                 await self._first_start()
-                template = TemplateProcess(
-                    self._python,
-                    self._requested_isolation,
-                    run_uid=self._run_uid,
-                    preload=self._preload,
+                config = TemplateConfig(
+                    isolation=self._requested_isolation,  # type: ignore[arg-type]
+                    run_uids=self._uids.uids
+                    if self._uids is not None
+                    else ([self._fixed_uid] if self._fixed_uid is not None else []),
+                    preload=list(self._preload),
+                    network=self._network,
+                    workdir_root=self._options.workdir_root,
                 )
+                template = TemplateProcess(self._python, config)
                 self._template = template  # before it is ready: aclose() must find it
                 await template.start()
                 if self._use_cgroups and self._cgroups is None:
@@ -365,11 +397,15 @@ class SubprocessRuntime:
         if self._swept:
             return
         root = self._options.workdir_root
-        if self._run_uid is not None and not searchable_by(root, self._run_uid, self._run_uid):
+        uid = self._fixed_uid
+        if self._uids is not None:
+            await anyio.to_thread.run_sync(self._uids.open)
+            uid = self._uids.uids[0]
+        if uid is not None and not searchable_by(root, uid, uid):
             raise RuntimeEnvironmentError(
-                f"workdir_root {root} is not searchable by uid {self._run_uid}, the uid programs "
-                "run as on this root host: make every directory on the way searchable by others "
-                "(chmod o+x), choose another workdir_root, or pass run_as_uid=0"
+                f"workdir_root {root} is not searchable by uid {uid}, a uid programs run as on "
+                "this root host: make every directory on the way searchable by others (chmod "
+                "o+x), choose another workdir_root, or pass run_as_uid=0"
             )
         self._swept = True
         removed = await anyio.to_thread.run_sync(sweep_stale, root)
@@ -386,7 +422,7 @@ class SubprocessRuntime:
                 slot = spare
             else:
                 spare.discard()
-                self._release_cgroup(spare)
+                self._release_slot(spare)
                 spare.remove_workdir()
         if slot is None:
             slot = await self._fork(template, spare=False)
@@ -405,6 +441,7 @@ class SubprocessRuntime:
                 cgroup = self._cgroups.new_run()
             except OSError as exc:
                 _log.warning("dsh-code: a run goes without cgroups: %s", exc)
+        uid = self._uids.take() if self._uids is not None else self._fixed_uid
         try:
             return await ChildSlot.fork(
                 template,
@@ -413,16 +450,25 @@ class SubprocessRuntime:
                 open_files=self._options.max_open_files,
                 warm_up=spare,
                 cgroup=cgroup,
+                uid=uid,
+                own_uid=self._uids is not None,
+                max_processes=self._max_processes,
             )
         except BaseException:
             if cgroup is not None and self._cgroups is not None:
                 self._cgroups.release(cgroup)
+            if self._uids is not None and uid is not None:
+                self._uids.give(uid)
             raise
 
-    def _release_cgroup(self, slot: ChildSlot) -> None:
+    def _release_slot(self, slot: ChildSlot) -> None:
+        """Its processes are gone (or killed): its cgroup and uid may serve another child."""
         if slot.cgroup is not None and self._cgroups is not None:
             self._cgroups.release(slot.cgroup)
             slot.cgroup = None
+        if slot.own_uid and slot.uid is not None and self._uids is not None:
+            self._uids.give(slot.uid)
+            slot.own_uid = False
 
     async def _replenish(self) -> None:
         """Ask for spares up to ``prefork``. Only requests: the template forks them while the
@@ -459,12 +505,14 @@ class SubprocessRuntime:
                 await self._template.aclose()
                 self._template = None
             for spare in self._spares:
-                self._release_cgroup(spare)
+                self._release_slot(spare)
                 spare.remove_workdir()
             self._spares = []
             if self._cgroups is not None:
                 self._cgroups.close()
                 self._cgroups = None
+            if self._uids is not None:
+                self._uids.close()
             await anyio.to_thread.run_sync(self._watchdog.stop)
 
     def __repr__(self) -> str:

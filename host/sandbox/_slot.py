@@ -30,12 +30,18 @@ class ChildSlot:
         fds: dict[str, int],
         workdir: str,
         cgroup: RunCgroup | None = None,
+        uid: int | None = None,
+        own_uid: bool = False,
     ) -> None:
         self.template = template
         self.fds = fds
         self.workdir = workdir
         self.cgroup = cgroup
         """The cgroup the child joins before it reads its program (None: no cgroups)."""
+        self.uid = uid
+        """The uid the child runs as (None: the template's)."""
+        self.own_uid = own_uid
+        """``uid`` is this run's alone: every process of that uid is the run's."""
         self.pid: int | None = None
         self.exit_status: int | None = None
         self._pending = b""
@@ -51,11 +57,15 @@ class ChildSlot:
         open_files: int,
         warm_up: bool,
         cgroup: RunCgroup | None = None,
+        uid: int | None = None,
+        own_uid: bool = False,
+        max_processes: int = 0,
     ) -> ChildSlot:
         """Make the run's directory and pipes, and ask the template to fork a child on them
-        (does not wait); the child joins ``cgroup`` first, and runs a throwaway program
-        if ``warm_up`` (a spare, with time on its hands). Raises OSError."""
-        workdir = make_workdir(workdir_root)
+        (does not wait); the child joins ``cgroup`` first, runs as ``uid`` (the directory is
+        then that uid's; ``own_uid``: no other run has it), and runs a throwaway program if ``warm_up`` (a spare, with
+        time on its hands). Raises OSError."""
+        workdir = make_workdir(workdir_root, uid)
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
             for _ in range(4):
@@ -79,10 +89,11 @@ class ChildSlot:
             open_files=open_files,
             linger=cgroup is None,
             warm_up=warm_up,
+            max_processes=max_processes if own_uid else 0,
         )
         try:
             os.write(ctl_in_w, encode_frame(prepare))
-            await template.fork(child_ends + join)
+            await template.fork(child_ends + join, uid)
         except BaseException:
             for fd in fds.values():
                 os.close(fd)
@@ -91,7 +102,7 @@ class ChildSlot:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds, workdir, cgroup)
+        return cls(template, fds, workdir, cgroup, uid, own_uid)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data

@@ -6,15 +6,17 @@ import array
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 from typing import Any
 
 import anyio
+import msgspec
 
 from host.sandbox._fdio import close_fd
 from runtime import RuntimeEnvironmentError
-from runtime.lowlevel import ProcStat, descendants, is_stopped
+from runtime.lowlevel import ProcStat, TemplateConfig, descendants, is_stopped
 
 __all__ = ("TemplateProcess", "TemplateStartError")
 
@@ -22,9 +24,10 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from runtime._template import main, run_child; "
-    "run_child(main(int(sys.argv[2]), sys.argv[3], None if sys.argv[4] == '-' else "
-    "int(sys.argv[4]), tuple(filter(None, sys.argv[5].split(',')))))"
+    "run_child(main(int(sys.argv[2]), sys.argv[3]))"
 )
+_UID = struct.Struct("!I")
+_NO_UID = 0xFFFFFFFF
 
 
 class TemplateStartError(RuntimeEnvironmentError):
@@ -38,15 +41,12 @@ class TemplateProcess:
     def __init__(
         self,
         python: str = sys.executable,
-        isolation: str = "auto",
+        config: TemplateConfig | None = None,
         start_timeout: float = 30.0,
-        run_uid: int | None = None,
-        preload: tuple[str, ...] = (),
     ) -> None:
         self._python = python
-        self._requested = isolation
-        self._run_uid = run_uid
-        self._preload = preload
+        self._config = config or TemplateConfig()
+        self._requested = self._config.isolation
         self.isolation = "process"
         """The level the template settled on (set by ``start``)."""
         self.why_not_namespaces = ""
@@ -92,9 +92,7 @@ class TemplateProcess:
                     _BOOT,
                     _ROOT,
                     str(theirs.fileno()),
-                    self._requested,
-                    "-" if self._run_uid is None else str(self._run_uid),
-                    ",".join(self._preload),
+                    msgspec.json.encode(self._config).decode(),
                 ],
                 pass_fds=(theirs.fileno(),),
                 env={},
@@ -145,20 +143,33 @@ class TemplateProcess:
         await self.aclose()
         raise TemplateStartError("the template process did not become ready")
 
-    async def fork(self, fds: list[int]) -> None:
+    async def fork(self, fds: list[int], uid: int | None = None) -> None:
         """Ask for one child wired to ``fds`` (ctl_in, ctl_out, log_w, status_w, then the
-        cgroup.procs files it joins)."""
+        cgroup.procs files it joins), to run as ``uid`` (None: the template's own)."""
         sock = self._sock
         if sock is None:
             raise BrokenPipeError("the template process is closed")
+        message = b"F" + _UID.pack(_NO_UID if uid is None else uid)
         payload = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
         async with self._send_lock:
             while True:
                 try:
-                    sock.sendmsg([b"F"], payload)
+                    sock.sendmsg([message], payload)
                     return
                 except BlockingIOError:
                     await anyio.wait_writable(sock)
+
+    def kill_uid(self, uid: int) -> bool:
+        """Ask the template to SIGKILL every process of ``uid`` (any thread; no wait for it);
+        False if the request could not be sent now."""
+        sock = self._sock
+        if sock is None:
+            return False
+        try:
+            sock.send(b"K" + _UID.pack(uid))
+        except OSError:
+            return False
+        return True
 
     async def aclose(self) -> None:
         """Close the socket (the template kills its children and exits), reap it, and wait

@@ -30,9 +30,17 @@ def runtime_tag(pid: int | None = None) -> str:
     return f"{_pid_namespace()}-{os.getpid() if pid is None else pid}"
 
 
-def make_workdir(root: str) -> str:
-    """A new private directory under ``root`` for one run, named after its runtime."""
-    return tempfile.mkdtemp(prefix=f"{_PREFIX}{runtime_tag()}-", dir=root)
+def make_workdir(root: str, uid: int | None = None) -> str:
+    """A new private directory under ``root`` for one run, named after its runtime (owned
+    by ``uid``, mode 0700, when the run has a uid of its own)."""
+    path = tempfile.mkdtemp(prefix=f"{_PREFIX}{runtime_tag()}-", dir=root)
+    if uid is not None:
+        try:
+            os.chown(path, uid, uid)
+        except OSError:
+            os.rmdir(path)
+            raise
+    return path
 
 
 def _clear_flags(fd: int) -> None:

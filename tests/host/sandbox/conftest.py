@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -150,10 +152,11 @@ def isolation(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRuntime]:
-    """A fresh runtime; after the test, nothing it started may be left (processes, dirs, fds)."""
-    runtime = SubprocessRuntime(workdir_root=workdir_root, isolation=isolation)
+@contextlib.asynccontextmanager
+async def checked_runtime(workdir_root: str, **options: Any) -> AsyncIterator[SubprocessRuntime]:
+    """A fresh runtime; after it closes, nothing it started may be left (processes, dirs,
+    cgroups, fds)."""
+    runtime = SubprocessRuntime(workdir_root=workdir_root, **options)
     fds_before = open_fds()
     async with runtime:
         yield runtime
@@ -161,3 +164,10 @@ async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRunti
     assert os.listdir(workdir_root) == []
     assert our_cgroups() == []
     assert open_fds() - fds_before == set()
+
+
+@pytest.fixture
+async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRuntime]:
+    """A fresh runtime; after the test, nothing it started may be left (processes, dirs, fds)."""
+    async with checked_runtime(workdir_root, isolation=isolation) as runtime:
+        yield runtime

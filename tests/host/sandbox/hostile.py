@@ -136,12 +136,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 #: Code a program can use to reach its template, the host and its sibling children; the
 #: pids come in as the inputs ``template_pid`` and ``host_pid`` (see ``pids``), since under
-#: a PID namespace the child cannot find them itself.
+#: a PID namespace the child cannot find them itself. Where /proc hides them (each run its own
+#: uid), the program asks the host for them: ``KNOWN = await tools.others()`` (the binding
+#: ``others(rt)`` gives), so an attack is still tried on every pid it could have guessed.
 PROC_HELPERS = textwrap.dedent(
     """\
     import os
     TEMPLATE = template_pid
     HOST = host_pid
+    KNOWN = []
     def children_of(pid):
         found = []
         for tid in os.listdir(f'/proc/{pid}/task'):
@@ -150,14 +153,15 @@ PROC_HELPERS = textwrap.dedent(
         return found
     def siblings():
         try:
-            return [p for p in children_of(TEMPLATE) if p != os.getpid()]
+            seen = [p for p in children_of(TEMPLATE) if p != os.getpid()]
         except OSError:
-            return []
+            seen = []
+        return seen or [p for p in KNOWN if p != os.getpid()]
     def wait_for_siblings(seconds=3.0):
         # Until the template has another child (the next spare) where this run can see it;
         # [] at once where it cannot (a PID namespace of its own shows no template at all).
         import time
-        if not os.path.exists(f'/proc/{TEMPLATE}'):
+        if not os.path.exists(f'/proc/{TEMPLATE}') and not KNOWN:
             return []
         end = time.monotonic() + seconds
         while not (found := siblings()) and time.monotonic() < end:
@@ -165,6 +169,25 @@ PROC_HELPERS = textwrap.dedent(
         return found
     """
 )
+
+
+def others(rt: SubprocessRuntime) -> Binding:
+    """A binding giving the pids of the runtime's other children (spares and runs), once there
+    is one besides the caller (waiting up to 2 s): what a program could guess, given."""
+
+    async def known(args: Any) -> list[int]:
+        with anyio.move_on_after(2):
+            while True:
+                for spare in rt._spares:
+                    spare.stale()  # reads the template's records: its pid, once forked
+                found = [s.pid for s in rt._spares if s.pid is not None]
+                found += [r.pid for r in rt._runs if r.pid is not None]
+                if len(found) > 1 or (found and not rt._runs):
+                    break
+                await anyio.sleep(0.01)
+        return sorted(set(found))
+
+    return known
 
 
 def pids(rt: SubprocessRuntime) -> dict[str, int]:

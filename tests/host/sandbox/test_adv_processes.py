@@ -10,6 +10,7 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import Limits, RunRequest
+from tests.host.sandbox.conftest import checked_runtime
 from tests.host.sandbox.hostile import (
     HOSTILE,
     ONE_BACKEND,
@@ -112,12 +113,18 @@ async def test_a_setsid_double_fork_daemon_is_gone_when_the_run_returns(
 
 @ONE_BACKEND
 async def test_a_daemon_sends_nothing_once_the_run_has_returned(
-    rt: SubprocessRuntime, isolation: str
+    workdir_root: str, isolation: str
 ) -> None:
     # What it does, not what /proc says: a setsid() daemon sends a datagram every
-    # millisecond to a socket of the host (the process level shares the host's loopback).
+    # millisecond to a socket of the host (the process level with network shares the host's
+    # loopback).
     if isolation != "process":
         pytest.skip("the namespaces level has no network to send on")
+    async with checked_runtime(workdir_root, isolation=isolation, network=True) as rt:
+        await _daemon_sends_nothing_after(rt)
+
+
+async def _daemon_sends_nothing_after(rt: SubprocessRuntime) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as inbox:
         inbox.bind(("127.0.0.1", 0))
         inbox.setblocking(False)

@@ -79,7 +79,7 @@ async def test_what_cannot_be_carried_is_dropped_with_its_reason(rt: SubprocessR
             "gen = (i for i in range(3))\n"
             "lock = threading.Lock()\n"
             "f = open('notes.txt', 'w')\n"
-            "sock = socket.socket(socket.AF_UNIX)\n",
+            "sock = socket.socketpair()[0]\n",
         )
         assert first.error is None, first.error
         assert set(first.state_dropped) == {"gen", "lock", "f", "sock"}
