@@ -210,12 +210,15 @@ async def test_files_in_the_working_directory_count_towards_the_memory_cap(
 async def test_compute_counts_children_that_exited_unwaited(crt: SubprocessRuntime) -> None:
     program = (
         "import os, time\n"
-        "if os.fork() == 0:\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
         "    end = time.process_time() + 0.3\n"
         "    while time.process_time() < end:\n"
         "        pass\n"
         "    os._exit(0)\n"
-        "time.sleep(1.0)\n"  # the child has exited; nobody waits for it
+        # until the child has exited (a zombie: nobody waits for it), however loaded the host
+        "while open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z':\n"
+        "    time.sleep(0.01)\n"
         "return 1\n"
     )
     result = await crt.run(RunRequest(program=program))
