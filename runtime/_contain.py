@@ -14,7 +14,6 @@ import sys
 
 __all__ = (
     "enter_namespaces",
-    "enter_pid_namespace",
     "hide_cgroups",
     "interpreter_paths",
     "keep_writable",
@@ -24,12 +23,10 @@ __all__ = (
     "make_root_read_only",
     "mount_proc",
     "mount_workdir",
-    "new_pid_namespace_for_children",
     "reveal_paths",
     "searchable_by",
     "unshare_mounts_and_ipc",
     "unshare_network",
-    "unshare_run_namespaces",
 )
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -140,27 +137,6 @@ def enter_namespaces() -> None:
     ):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
-
-
-def new_pid_namespace_for_children() -> None:
-    """The next child this process forks is PID 1 of a new PID namespace (root only)."""
-    if _libc.unshare(_CLONE_NEWPID) != 0:
-        raise _error("unshare(CLONE_NEWPID)")
-
-
-def enter_pid_namespace(fd: int) -> None:
-    """Make ``fd``'s PID namespace (our own) the one our next children are born in again."""
-    if _libc.setns(fd, _CLONE_NEWPID) != 0:
-        raise _error("setns(CLONE_NEWPID)")
-
-
-def unshare_run_namespaces(*, network: bool) -> None:
-    """As root, for one run: new mount, IPC and cgroup namespaces (and network, unless the
-    runtime's empty one is shared); mounts stay private to it."""
-    flags = _CLONE_NEWNS | _CLONE_NEWIPC | _CLONE_NEWCGROUP | (_CLONE_NEWNET if network else 0)
-    if _libc.unshare(flags) != 0:
-        raise _error("unshare")
-    make_mounts_private()
 
 
 def unshare_network() -> None:
