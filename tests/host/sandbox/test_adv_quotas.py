@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import pytest
 
 from host.sandbox import SubprocessRuntime
-from runtime import RunRequest, RunResult
+from runtime import Binding, RunRequest, RunResult
 from tests.host.sandbox.hostile import HOSTILE, ONE_BACKEND
 
 pytestmark = [
@@ -35,17 +34,15 @@ async def _beside(
         await done.wait()  # the hog keeps what it took until the victim has run
 
     async def run(
-        name: str,
-        program: str,
-        bindings: dict[str, Callable[[Any], Awaitable[Any]]],
-        inputs: dict[str, Any],
+        name: str, program: str, bindings: dict[str, Binding], inputs: dict[str, Any]
     ) -> None:
         results[name] = await rt.run(
             RunRequest(program=program, bindings=bindings, inputs=inputs, limits=HOSTILE)
         )
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(run, "hog", hog, {"tools.held": on_held}, hog_inputs or {})
+        bindings: dict[str, Binding] = {"tools.held": on_held}
+        tg.start_soon(run, "hog", hog, bindings, hog_inputs or {})
         with anyio.fail_after(10):
             await held.wait()
         try:
