@@ -6,7 +6,8 @@ and everything children would otherwise each give up) and says so in its READY m
 JSON after ``b"R:"``. The host talks to it over a SOCK_SEQPACKET socket: each fork request is
 ``b"F"`` and the run's uid (4 bytes), with four fds (ctl_in, ctl_out, log_w, status_w), then
 up to four ``cgroup.procs`` files the child joins before anything else; ``b"K"`` and a uid
-kills every process of that uid. The template forks; it writes ``b"P" + pid`` on status_w,
+kills every process of that uid; ``b"W"`` asks it to enforce a run's budgets
+(``runtime._budgets``). The template forks; it writes ``b"P" + pid`` on status_w,
 and ``b"X" + exit status`` once it has reaped the child and killed whatever the run left
 behind. EOF on the socket means the host is gone: every child is killed and the template
 exits.
@@ -18,6 +19,7 @@ import array
 import ctypes
 import gc
 import json
+import math
 import os
 import select
 import signal
@@ -29,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from runtime._budgets import WATCH, Budgets, Watch
 from runtime._child import ChildSetup, child_main, run_child  # imported once: forks start warm
 from runtime._procs import children, kill_tree
 from runtime._program import compile_program
@@ -86,7 +89,9 @@ class _Template:
         self.sock = sock
         self.setup = setup
         self.runs: dict[int, int] = {}  # pid -> status_w fd
+        self.uids: dict[int, int] = {}  # pid -> the run's own uid (a per-run uid only)
         self.killers: set[int] = set()  # kill_uid's processes: not strays to sweep
+        self.budgets = Budgets(self.kill_uid)
 
     def fork(self, fds: list[int], uid: int | None) -> None:
         ctl_in, ctl_out, log_w, status_w, *join = fds
@@ -98,6 +103,8 @@ class _Template:
         for fd in (ctl_in, ctl_out, log_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
+        if uid is not None and self.setup.per_run_uid:
+            self.uids[pid] = uid
         try:
             os.write(status_w, b"P" + _INT.pack(pid))
         except OSError:  # the host gave up on this run already
@@ -116,6 +123,17 @@ class _Template:
                 os._exit(0)
         self.killers.add(pid)
 
+    def watch(self, message: bytes, fds: list[int]) -> None:
+        """Enforce a run's budgets from now (``b"W"``: see ``runtime._budgets``)."""
+        pid, deadline, budget_ns = WATCH.unpack(message)
+        status_w = self.runs.get(pid)
+        if status_w is None or len(fds) > 3:
+            for fd in fds:
+                os.close(fd)
+            return
+        watch = Watch(pid, deadline, budget_ns, status_w, self.uids.get(pid), fds)
+        self.budgets.watch(watch, time.monotonic())
+
     def reap(self) -> None:
         """Collect exited children; for a run, sweep strays first, then report its status."""
         while True:
@@ -126,6 +144,8 @@ class _Template:
             if pid == 0:
                 return
             self.killers.discard(pid)
+            self.budgets.forget(pid)
+            self.uids.pop(pid, None)
             status_w = self.runs.pop(pid, None)
             if status_w is None:
                 continue  # a stray we killed, or one that died on its own
@@ -245,8 +265,9 @@ def _serve(sock_fd: int, config: TemplateConfig) -> None:
     poller.register(sock, select.POLLIN)
     poller.register(wake_r, select.POLLIN)
     while True:
+        due = template.budgets.look(time.monotonic())
         try:
-            events = poller.poll()
+            events = poller.poll(None if due is None else math.ceil(due * 1000))
         except InterruptedError:
             continue
         for fd, _ in events:
@@ -261,7 +282,7 @@ def _serve(sock_fd: int, config: TemplateConfig) -> None:
             fds = array.array("i")
             try:
                 msg, ancdata, _flags, _addr = sock.recvmsg(
-                    16, socket.CMSG_SPACE(_FDS_MAX * fds.itemsize)
+                    64, socket.CMSG_SPACE(_FDS_MAX * fds.itemsize)
                 )
             except InterruptedError:
                 continue
@@ -275,6 +296,9 @@ def _serve(sock_fd: int, config: TemplateConfig) -> None:
             if msg[:1] == b"F" and len(msg) == 5 and _FDS_PER_RUN <= len(fds) <= _FDS_MAX:
                 uid = _UID.unpack(msg[1:])[0]
                 template.fork(list(fds), None if uid == _NO_UID else uid)
+                continue
+            if msg[:1] == b"W" and len(msg) == 1 + WATCH.size:
+                template.watch(msg[1:], list(fds))
                 continue
             for stray in fds:
                 os.close(stray)

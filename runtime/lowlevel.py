@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runtime._budgets import BUDGET_KINDS, watch_request
     from runtime._checks import check_request
     from runtime._contain import searchable_by
     from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = (
+    "BUDGET_KINDS",
     "CHILD_FAILURES",
     "HEADER",
     "MAX_DEPTH",
@@ -84,10 +86,13 @@ __all__ = (
     "process_cpu_ns",
     "searchable_by",
     "tree_cpu_ns",
+    "watch_request",
 )
 
 
 _HOMES = {
+    "BUDGET_KINDS": "_budgets",
+    "watch_request": "_budgets",
     "check_request": "_checks",
     "searchable_by": "_contain",
     "MAX_DEPTH": "_json",

@@ -315,6 +315,13 @@ class RunCgroup:
         each to join. Still ours: the caller sends copies and does not close them."""
         return [fd for key, fd in self._fds.items() if key.startswith("join-")]
 
+    def watch_fds(self) -> list[int]:
+        """``cpu.stat``, ``cgroup.procs`` (and ``cgroup.kill``) for the template's watch over
+        the run's budgets; [] without a unified hierarchy. Still ours: the caller sends copies."""
+        if "cpu" not in self._fds or "procs" not in self._fds:
+            return []
+        return [self._fds[k] for k in ("cpu", "procs", "kill") if k in self._fds]
+
     def limit_memory(self, heap_bytes: int) -> None:
         """Cap the run's memory at ``heap_bytes`` plus headroom (no-op without a controller)."""
         limit = heap_bytes + MEMORY_HEADROOM

@@ -277,7 +277,11 @@ class Run(Intake):
         # The child's set-up (a spare taken early may still be at it) is not the program's
         # CPU: billing starts here, before the program can run.
         self._cpu_base = self._tree_cpu_ns()
-        self.watchdog.billing(self.guard)
+        self.watchdog.billing(self.guard)  # the backstop of the template's watch
+        cgroup = self.slot.cgroup
+        self.slot.template.watch(
+            pid, self.guard.deadline, self.guard.budget_ns, cgroup.watch_fds() if cgroup else []
+        )
         await self._send(encode_frame(start))
 
     async def _wait_ready(self) -> bool:
@@ -318,6 +322,10 @@ class Run(Intake):
         await self._wait_exited()
         if self.guard.outcome is None:
             self._drain_ctl()
+        if self.guard.outcome is None:
+            self.slot.read_records()  # the template writes why it killed before it kills
+            if self.slot.budget is not None:
+                self.guard.expire(self.slot.budget)
         if self.guard.outcome is None:
             # It died on its own: its exit status comes from the template, which reaps it.
             with anyio.move_on_after(self.options.settle_timeout):

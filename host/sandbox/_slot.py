@@ -9,12 +9,12 @@ from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
 from host.sandbox._workdir import make_workdir, remove_tree
-from runtime.lowlevel import Prepare, ProcStat, encode_frame, kill_tree
+from runtime.lowlevel import BUDGET_KINDS, Prepare, ProcStat, encode_frame, kill_tree
 
 __all__ = ("ChildSlot",)
 
 _INT = struct.Struct("!i")
-_RECORD = 5  # b"P" or b"X", then a 4-byte int
+_RECORD = 5  # b"P", b"X" or b"B", then a 4-byte int
 
 
 class ChildSlot:
@@ -44,6 +44,8 @@ class ChildSlot:
         """``uid`` is this run's alone: every process of that uid is the run's."""
         self.pid: int | None = None
         self.exit_status: int | None = None
+        self.budget: str | None = None
+        """The budget the template stopped the run at ("wall", "compute"), if it did."""
         self._pending = b""
         self._stat: ProcStat | None = None
 
@@ -117,6 +119,19 @@ class ChildSlot:
                 # the first: a run's init reports its program's status before the template
                 # reports the init's own
                 self.exit_status = value
+            elif tag == b"B" and self.budget is None:
+                self.budget = BUDGET_KINDS.get(value)
+
+    def read_records(self) -> None:
+        """Take in what the template said so far (without waiting)."""
+        try:
+            data = os.read(self.fds["status"], 4096)
+        except (BlockingIOError, KeyError):
+            return
+        except OSError:
+            return
+        if data:
+            self._parse(data)
 
     def stale(self) -> bool:
         """True if this spare can no longer run a program (its child or template is gone)."""

@@ -16,7 +16,7 @@ import msgspec
 
 from host.sandbox._fdio import close_fd
 from runtime import RuntimeEnvironmentError
-from runtime.lowlevel import ProcStat, TemplateConfig, descendants, is_stopped
+from runtime.lowlevel import ProcStat, TemplateConfig, descendants, is_stopped, watch_request
 
 __all__ = ("TemplateProcess", "TemplateStartError")
 
@@ -158,6 +158,20 @@ class TemplateProcess:
                     return
                 except BlockingIOError:
                     await anyio.wait_writable(sock)
+
+    def watch(self, pid: int, deadline: float, budget_ns: int, fds: list[int]) -> bool:
+        """Ask the template to enforce a run's budgets (any thread; no wait): its wall
+        ``deadline`` (monotonic s), compute ``budget_ns`` from now, and its cgroup's fds
+        (``RunCgroup.watch_fds``); False if the request could not be sent now."""
+        sock = self._sock
+        if sock is None:
+            return False
+        payload = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+        try:
+            sock.sendmsg([watch_request(pid, deadline, budget_ns)], payload if fds else [])
+        except OSError:
+            return False
+        return True
 
     def kill_uid(self, uid: int) -> bool:
         """Ask the template to SIGKILL every process of ``uid`` (any thread; no wait for it);
