@@ -167,6 +167,8 @@ def run(
     )
 
     reset_json()
+    stopper = current_stopper()
+    stopper.settled = False  # a new command (the same process runs several under a test runner)
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
     if yes and no:
@@ -175,7 +177,6 @@ def run(
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
-    stopper = current_stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
         loaded = load_tools(bindings)
@@ -225,6 +226,7 @@ def run(
             raise
     finally:
         stopper.on_hard_exit = None
+        stopper.settle()  # what follows only reports the run
         log_error = session.close() if session is not None else None
     if failure is not None:
         raise failure

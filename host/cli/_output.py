@@ -55,9 +55,10 @@ def claim_stdout() -> None:
         os.dup2(2, 1)
     except OSError:  # no stdout, or no stderr: nothing to protect
         return
-    stream = io.TextIOWrapper(
-        io.FileIO(private, "w", closefd=True), encoding="utf-8", errors="replace", newline="\n"
-    )
+    # Buffered: a raw FileIO under a TextIOWrapper drops what a short write (a signal
+    # arriving while a pipe is full) did not take; BufferedWriter writes the rest.
+    raw = io.BufferedWriter(io.FileIO(private, "w", closefd=True))
+    stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
     _claimed.append(stream)
     sys.stdout = stream  # typer's own help and --version go to the real stdout
 
