@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import os
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -108,10 +110,36 @@ def _bounded_protocol(request_timeout_s: float) -> type[Any]:
     return BoundedH11Protocol
 
 
+def _bound_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``; ``McpServerError`` saying why not, in one line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        raise McpServerError(f"cannot serve on {host}:{port}: {why}") from None
+    return sock
+
+
 async def serve_http(
     server: Server[Any], config: McpServeConfig, on_ready: Callable[[str], None] | None
 ) -> None:
     """Serve until cancelled; ``on_ready(url)`` once listening; ``McpServerError`` if it cannot."""
+
+    sock = _bound_socket(config.host, config.http_port or 0)
+    with sock:
+        await _serve_on(sock, server, config, on_ready)
+
+
+async def _serve_on(
+    sock: socket.socket,
+    server: Server[Any],
+    config: McpServeConfig,
+    on_ready: Callable[[str], None] | None,
+) -> None:
     import uvicorn
 
     app: Any = server.streamable_http_app(streamable_http_path=config.path, host=config.host)
@@ -135,22 +163,18 @@ async def serve_http(
     async def announce() -> None:
         while not uv.started:
             await anyio.sleep(0.02)
-        port = config.http_port
-        for listener in getattr(uv, "servers", ()):
-            for sock in getattr(listener, "sockets", ()):
-                port = sock.getsockname()[1]
         if on_ready is not None:
-            on_ready(f"http://{config.host}:{port}{config.path}")
+            on_ready(f"http://{config.host}:{sock.getsockname()[1]}{config.path}")
 
-    bound = [True]
+    failed = [False]
     done = anyio.Event()
 
     async def run() -> None:
         try:
             with anyio.CancelScope(shield=True):  # stopped by should_exit: a graceful shutdown
-                await uv.serve()
-        except SystemExit:  # uvicorn exits when it cannot bind
-            bound[0] = False
+                await uv.serve(sockets=[sock])
+        except SystemExit:  # uvicorn exits when its start fails (the lifespan)
+            failed[0] = True
         finally:
             done.set()
 
@@ -165,5 +189,5 @@ async def serve_http(
                 await done.wait()
             uv.force_exit = True
             group.cancel_scope.cancel()
-    if not bound[0]:
-        raise McpServerError(f"cannot serve on {config.host}:{config.http_port}")
+    if failed[0]:
+        raise McpServerError(f"cannot serve on {config.host}:{sock.getsockname()[1]}")
