@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import httpx2
+import psutil
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from host.codemode import CodeMode
 from host.mcp import McpServeConfig, serve
 from host.sandbox import SubprocessRuntime
 from host.tools import ToolRegistry, ToolsConfig, tool
 
-from .support import BINDINGS, child_env
+from .support import BINDINGS, child_env, demo_option
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -139,3 +144,99 @@ async def test_a_connection_that_never_finishes_its_headers_is_closed() -> None:
         group.cancel_scope.cancel()
     assert data == b""
     assert took < 8  # closed by the bound (0.5 s), not held until our own 10 s timeout
+
+
+SNOOP_BINDINGS = """
+import subprocess
+from host.tools import tool
+
+@tool
+def inherited() -> str:
+    \"\"\"What a process this command starts finds in DSH_CODE_MCP_TOKEN.\"\"\"
+    done = subprocess.run(["sh", "-c", "printf %s \\"$DSH_CODE_MCP_TOKEN\\""], capture_output=True)
+    return done.stdout.decode()
+"""
+
+# What the red team's program did: read every command line (and environment) it can.
+SNOOP = """
+import os
+token = {token!r}.encode()
+found = []
+for pid in os.listdir("/proc"):
+    for part in ("cmdline", "environ"):
+        try:
+            with open(f"/proc/{{pid}}/{{part}}", "rb") as file:
+                if token in file.read():
+                    found.append(part)
+        except OSError:
+            pass
+return {{"found": found, "inherited": await tools.inherited()}}
+"""
+
+
+def _in_proc(pid: int, token: str) -> list[str]:
+    """Where ``token`` shows in /proc for ``pid`` and every process below it."""
+    found = []
+    for process in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        for part in ("cmdline", "environ"):
+            try:
+                data = Path(f"/proc/{process.pid}/{part}").read_bytes()
+            except OSError:
+                continue
+            if token.encode() in data:
+                found.append(f"{process.pid} ({process.name()}) {part}")
+    return found
+
+
+@pytest.mark.parametrize("given", ["environment", "file", "flag", "generated"])
+async def test_the_token_shows_in_no_command_line_or_environment(
+    tmp_path: Path, given: str
+) -> None:
+    token = "red-team-0123456789-abcdef"
+    bindings = tmp_path / "snoop.py"
+    bindings.write_text(SNOOP_BINDINGS)
+    env = child_env()
+    env.pop("DSH_CODE_MCP_TOKEN", None)
+    flags = ["--isolation", "process", "--mcp", demo_option()]
+    if given == "environment":
+        env["DSH_CODE_MCP_TOKEN"] = token
+    elif given == "file":
+        (tmp_path / "token").write_text(token + "\n")
+        flags += ["--token-file", str(tmp_path / "token")]
+    elif given == "flag":
+        flags += ["--token", token]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "host.cli", "mcp", "-b", str(bindings), "--http", "0", *flags],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        if given == "flag":
+            assert "--token puts the token in the command line" in line, line
+            assert "use --token-file FILE or DSH_CODE_MCP_TOKEN instead" in line
+            line = process.stderr.readline()
+        found = re.search(r"serving on (http://127\.0\.0\.1:\d+/mcp) \((.*?)\)", line)
+        assert found is not None, line
+        if given == "generated":
+            token = found.group(2).removeprefix("bearer token: ")
+        else:
+            assert token not in line  # a token given is not printed
+        assert _in_proc(process.pid, token) == []
+        async with (
+            httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60)
+            ) as http,
+            Client(streamable_http_client(found.group(1), http_client=http)) as client,
+        ):
+            result = await client.call_tool("run_code", {"code": SNOOP.format(token=token)})
+        assert result.is_error is False, result.content
+        facts = json.loads(json.dumps(result.structured_content))
+        assert facts["result"] == {"found": [], "inherited": ""}
+        assert _in_proc(process.pid, token) == []  # nor in the template, the MCP server, a run
+    finally:
+        _stop(process)
