@@ -13,7 +13,13 @@ import anyio
 import typer
 
 from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageFailure
-from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption
+from host.cli._mcp import (
+    MCP_START_TIMEOUT_MS,
+    McpConfigOption,
+    McpOption,
+    McpStartTimeoutOption,
+    McpTimeoutOption,
+)
 from host.cli._options import (
     DEFAULTS,
     MAX_STATE_BYTES,
@@ -146,6 +152,7 @@ def run(
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
     mcp_timeout_ms: McpTimeoutOption = 60_000,
+    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
     isolation: IsolationOption = "auto",
     max_processes: MaxProcessesOption = 1024,
     no_cgroups: NoCgroupsOption = False,
@@ -167,6 +174,8 @@ def run(
     )
 
     reset_json()
+    stopper = current_stopper()
+    stopper.settled = False  # a new command (the same process runs several under a test runner)
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
     if yes and no:
@@ -175,7 +184,6 @@ def run(
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
-    stopper = current_stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
         loaded = load_tools(bindings)
@@ -207,6 +215,7 @@ def run(
         mcp_timeout_ms,
         runtime_options,
         state,
+        mcp_start_timeout_ms,
     )
     outcome = RunOutcome()
 
@@ -225,6 +234,7 @@ def run(
             raise
     finally:
         stopper.on_hard_exit = None
+        stopper.settle()  # what follows only reports the run
         log_error = session.close() if session is not None else None
     if failure is not None:
         raise failure
@@ -300,6 +310,7 @@ def sdk(
     ] = None,
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
     call_style: CallStyleOption = "async",
 ) -> None:
     """Print the SDK the model would read for the bindings' and MCP servers' tools."""
@@ -313,7 +324,7 @@ def sdk(
         )
     with stdout_to_stderr():
         loaded = load_tools(bindings)
-        registry = make_registry(loaded, None, mcp_tools(mcp, mcp_config))
+        registry = make_registry(loaded, None, mcp_tools(mcp, mcp_config, mcp_start_timeout_ms))
     manifest = registry.manifest()
     if lang == "python":
         text = sdkgen.python_sdk(manifest, call_style="sync" if call_style == "sync" else "async")
@@ -340,6 +351,7 @@ def tools_command(
     ] = "json",
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
 ) -> None:
     """Print the native tool schemas (function definitions) of the bindings' tools."""
     from host.tools import anthropic_tools, openai_tools
@@ -347,7 +359,9 @@ def tools_command(
     check_choice("--format", format, ("json", "openai", "anthropic"))
     with stdout_to_stderr():
         loaded = load_tools(bindings)
-        schemas = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).schemas()
+        schemas = make_registry(
+            loaded, None, mcp_tools(mcp, mcp_config, mcp_start_timeout_ms)
+        ).schemas()
     out: list[dict[str, Any]]
     if format == "openai":
         out = openai_tools(schemas)
@@ -367,6 +381,7 @@ def check_command(
     bindings: BindingsOption = [],  # noqa: B006
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
+    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
     call_style: CallStyleOption = "async",
 ) -> None:
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
@@ -376,7 +391,9 @@ def check_command(
     with stdout_to_stderr():
         source = read_program(program)
         loaded = load_tools(bindings)
-        manifest = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).manifest()
+        manifest = make_registry(
+            loaded, None, mcp_tools(mcp, mcp_config, mcp_start_timeout_ms)
+        ).manifest()
     try:
         diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
     except sdkgen.SdkgenError as exc:
@@ -394,6 +411,7 @@ def mcp_command(
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
     mcp_timeout_ms: McpTimeoutOption = 60_000,
+    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
     http: Annotated[
         int | None,
         typer.Option(
@@ -409,8 +427,17 @@ def mcp_command(
         typer.Option(
             "--token",
             metavar="TOKEN",
-            envvar="DSH_CODE_MCP_TOKEN",
-            help="The bearer token --http requires (default: generated and printed).",
+            help="The bearer token --http requires; readable by other processes in the command "
+            "line: prefer --token-file or DSH_CODE_MCP_TOKEN (default: generated and printed).",
+            show_default=False,
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            metavar="FILE",
+            help="Read the bearer token --http requires from FILE (its first line).",
             show_default=False,
         ),
     ] = None,
@@ -438,13 +465,13 @@ def mcp_command(
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
+    from host.cli._token import serve_auth
 
+    auth = serve_auth(http, token, token_file, no_auth)  # first: the token leaves /proc
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
     if not bindings and not mcp and mcp_config is None:
         raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
-    if http is not None and token is not None and not no_auth and len(token) < 16:
-        raise UsageFailure("--token must be at least 16 characters")
     from host.mcp import McpUnavailableError, require_mcp
 
     try:
@@ -468,11 +495,12 @@ def mcp_command(
         bindings=loaded,
         servers=mcp_servers(mcp, mcp_config),
         mcp_timeout_ms=mcp_timeout_ms,
+        mcp_start_timeout_ms=mcp_start_timeout_ms,
         config=config,
         yes=yes,
         http_port=http,
-        token=None if no_auth or http is None else (token or _new_token()),
-        token_generated=http is not None and not no_auth and token is None,
+        token=auth.token,
+        token_generated=auth.generated,
         runtime=runtime_options,
         max_state_bytes=max_state_bytes,
     )
@@ -486,9 +514,3 @@ def mcp_command(
             raise
         raise failure from None
     raise typer.Exit(EXIT_OK)
-
-
-def _new_token() -> str:
-    import secrets
-
-    return secrets.token_urlsafe(24)

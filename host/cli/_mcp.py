@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     from host.tools import ToolDefinition, ToolRegistry
 
 __all__ = (
+    "MCP_START_TIMEOUT_MS",
     "McpConfigOption",
     "McpOption",
+    "McpStartTimeoutOption",
     "McpTimeoutOption",
     "McpUsageError",
     "mcp_definitions",
@@ -45,6 +47,18 @@ McpTimeoutOption = Annotated[
     int,
     typer.Option(
         "--mcp-timeout-ms", metavar="MS", min=1, max=1 << 40, help="Timeout of each MCP tool call."
+    ),
+]
+#: How long an MCP server may take to start and list its tools, by default.
+MCP_START_TIMEOUT_MS: Final = 30_000
+McpStartTimeoutOption = Annotated[
+    int,
+    typer.Option(
+        "--mcp-start-timeout-ms",
+        metavar="MS",
+        min=1,
+        max=1 << 40,
+        help="How long each MCP server may take to start and list its tools.",
     ),
 ]
 
@@ -93,7 +107,10 @@ def mcp_specs(values: list[str], config: Path | None) -> list[McpServerSpec]:
 
 @asynccontextmanager
 async def open_mcp(
-    specs: list[McpServerSpec], registry: ToolRegistry, call_timeout_ms: int
+    specs: list[McpServerSpec],
+    registry: ToolRegistry,
+    call_timeout_ms: int,
+    start_timeout_ms: int = MCP_START_TIMEOUT_MS,
 ) -> AsyncIterator[McpServers | None]:
     """Start the servers and register their tools for the block; stop them afterwards."""
     if not specs:
@@ -101,7 +118,7 @@ async def open_mcp(
         return
     from host.mcp import McpServerError, McpServers
 
-    hub = McpServers(specs, call_timeout_ms=call_timeout_ms)
+    hub = McpServers(specs, call_timeout_ms=call_timeout_ms, start_timeout_ms=start_timeout_ms)
     try:
         await hub.__aenter__()
     except McpServerError as exc:
@@ -113,7 +130,9 @@ async def open_mcp(
         await hub.__aexit__(None, None, None)
 
 
-def mcp_definitions(specs: list[McpServerSpec]) -> list[ToolDefinition]:
+def mcp_definitions(
+    specs: list[McpServerSpec], start_timeout_ms: int = MCP_START_TIMEOUT_MS
+) -> list[ToolDefinition]:
     """Start the servers, read their tools' definitions (for sdk, tools, check), stop them."""
     if not specs:
         return []
@@ -122,7 +141,7 @@ def mcp_definitions(specs: list[McpServerSpec]) -> list[ToolDefinition]:
     from host.mcp import McpServerError, McpServers
 
     async def read() -> list[ToolDefinition]:
-        async with McpServers(specs) as hub:
+        async with McpServers(specs, start_timeout_ms=start_timeout_ms) as hub:
             return list(hub.definitions)
 
     try:

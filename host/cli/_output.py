@@ -3,8 +3,11 @@
 ``claim_stdout`` moves fd 1 to stderr for everything else (bindings files, tools, their
 subprocesses) and keeps a private descriptor for the result. ``Display`` prints log lines
 above one live status line on stderr, pauses it for prompts and erases it on every exit
-path; ``for_terminal`` shows control and escape sequences escaped when the text goes to
-a terminal.
+path. Nothing a program chose reaches a terminal as a control sequence (a window title, a
+clipboard write, a cleared screen): ``for_terminal`` shows control characters escaped, and
+every path to a terminal uses it: ``write_result``, ``Display``, the prompts, and
+``sys.stderr`` itself, which ``claim_stdout`` makes escape whatever is written to it (our
+messages, a tool's ``print``, a log handler) when it is a terminal.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator
-from typing import IO, Final, TextIO
+from typing import IO, Any, Final, TextIO, cast
 
 __all__ = (
     "Display",
@@ -24,6 +27,7 @@ __all__ = (
     "for_terminal",
     "is_terminal",
     "result_stream",
+    "unescaped",
     "write_result",
 )
 
@@ -45,19 +49,48 @@ def for_terminal(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
+class _Escaping:
+    """A terminal's text stream that writes control characters escaped (``for_terminal``)."""
+
+    def __init__(self, terminal: TextIO) -> None:
+        self.unescaped = terminal
+        """The stream itself, for the command's own control sequences (the status line)."""
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(for_terminal(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.unescaped, name)
+
+
+def unescaped(stream: TextIO) -> TextIO:
+    """The stream under ``sys.stderr``'s escaping (the stream itself if it has none)."""
+    inner: TextIO = getattr(stream, "unescaped", stream)
+    return inner
+
+
 def claim_stdout() -> None:
-    """Give the result a private copy of fd 1, and point fd 1 (and ``sys.stdout``) at stderr."""
+    """Give the result a private copy of fd 1, and point fd 1 (and ``sys.stdout``) at stderr;
+    a terminal on stderr gets every write escaped."""
     if _claimed:
         return
+    if is_terminal(sys.stderr) and not isinstance(sys.stderr, _Escaping):
+        sys.stderr = cast(TextIO, _Escaping(sys.stderr))
     try:
         private = os.dup(1)
         os.set_inheritable(private, False)
         os.dup2(2, 1)
     except OSError:  # no stdout, or no stderr: nothing to protect
         return
-    stream = io.TextIOWrapper(
-        io.FileIO(private, "w", closefd=True), encoding="utf-8", errors="replace", newline="\n"
-    )
+    # Buffered: a raw FileIO under a TextIOWrapper drops what a short write (a signal
+    # arriving while a pipe is full) did not take; BufferedWriter writes the rest.
+    raw = io.BufferedWriter(io.FileIO(private, "w", closefd=True))
+    stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
     _claimed.append(stream)
     sys.stdout = stream  # typer's own help and --version go to the real stdout
 
@@ -70,10 +103,11 @@ def result_stream() -> TextIO:
 
 
 def write_result(text: str) -> None:
-    """Write ``text`` to the result stream and flush; a closed pipe is not an error of ours."""
+    """Write ``text`` to the result stream (escaped at a terminal) and flush; a closed pipe is
+    not an error of ours."""
     stream = result_stream()
     with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, or no stdout at all
-        stream.write(text)
+        stream.write(for_terminal(text) if is_terminal(stream) else text)
         stream.flush()
 
 
@@ -101,7 +135,7 @@ class Display:
 
     def __init__(self, out: TextIO, err: TextIO, *, status: bool) -> None:
         self.out = out
-        self.err = err
+        self.err = unescaped(err)  # its own sequences draw the status line; text is escaped
         self.out_is_terminal = is_terminal(out)
         self.err_is_terminal = is_terminal(err)
         self.status_enabled = status and self.err_is_terminal
@@ -160,6 +194,8 @@ class Display:
         """One line of the command's own on stderr, above the status line."""
         shown = self._shown
         self._erase()
+        if self.err_is_terminal:
+            text = for_terminal(text)
         self._write_err(("\n" if self._paused else "") + text + "\n")  # below a pending prompt
         if shown:
             self._draw()

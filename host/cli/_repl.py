@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import msgspec
 
-from host.cli._output import is_terminal, result_stream, write_result
+from host.cli._output import for_terminal, is_terminal, result_stream, write_result
 from host.cli._repl_engine import Question, ReplEngine, ReplPlan
 from host.cli._run import render_dropped, render_failure, render_value, state_hint
 from host.cli._session_file import SessionFileError, write_session_file
@@ -257,7 +257,7 @@ class _Repl:
     def _answer(self, question: Question) -> None:
         answer = False
         try:
-            line = self.signals.input(f"{question.text} [y/N]: ")
+            line = self.signals.input(f"{for_terminal(question.text)} [y/N]: ")
             answer = line.strip().lower() in ("y", "yes")
         except EOFError:
             pass

@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 
 from host.cli._errors import UsageFailure
-from host.cli._mcp import McpConfigOption, McpOption, McpTimeoutOption
+from host.cli._mcp import (
+    MCP_START_TIMEOUT_MS,
+    McpConfigOption,
+    McpOption,
+    McpStartTimeoutOption,
+    McpTimeoutOption,
+)
 from host.cli._options import (
     DEFAULTS,
     MAX_STATE_BYTES,
@@ -52,6 +58,7 @@ def repl(
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
     mcp_timeout_ms: McpTimeoutOption = 60_000,
+    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
     session_file: SessionOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
     call_style: CallStyleOption = "async",
@@ -116,6 +123,7 @@ def repl(
         config=config,
         servers=mcp_servers(mcp, mcp_config),
         mcp_timeout_ms=mcp_timeout_ms,
+        mcp_start_timeout_ms=mcp_start_timeout_ms,
         runtime=runtime_options,
         decide=True if yes else False if no else None,
         state=loaded_state.state if loaded_state is not None else None,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from host.cli._mcp import open_mcp
+from host.cli._mcp import MCP_START_TIMEOUT_MS, open_mcp
 from host.cli._output import Display, result_stream
 from host.cli._run import SessionPlan, open_session, run_with_display
 from host.cli._setup import RuntimeOptions, make_registry
@@ -44,6 +44,7 @@ class ReplPlan:
     state: bytes | None
     max_state_bytes: int
     session_file: Path | None = None
+    mcp_start_timeout_ms: int = MCP_START_TIMEOUT_MS
 
 
 class Question:
@@ -84,7 +85,12 @@ class ReplEngine:
         self._closing = anyio.Event()
         with anyio.CancelScope() as self._scope:
             registry = make_registry(self.plan.bindings, self._ask)
-            async with open_mcp(self.plan.servers, registry, self.plan.mcp_timeout_ms):
+            async with open_mcp(
+                self.plan.servers,
+                registry,
+                self.plan.mcp_timeout_ms,
+                self.plan.mcp_start_timeout_ms,
+            ):
                 # From here a stop waits: a template cancelled while it starts prints its
                 # own traceback (BrokenPipeError).
                 self.starting = False

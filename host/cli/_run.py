@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from host.cli._errors import UsageFailure
-from host.cli._mcp import open_mcp
+from host.cli._mcp import MCP_START_TIMEOUT_MS, open_mcp
 from host.cli._output import Display, for_terminal, result_stream, status_text
 from host.cli._session_file import (
     SessionFileError,
@@ -127,6 +127,7 @@ class RunPlan:
     mcp_timeout_ms: int
     runtime: RuntimeOptions
     state: SessionPlan | None = None
+    mcp_start_timeout_ms: int = MCP_START_TIMEOUT_MS
 
 
 @dataclass
@@ -227,7 +228,9 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
         try:
             async with stopper.watch(on_signal):
                 registry = make_registry(plan.bindings, asker)
-                async with open_mcp(plan.mcp, registry, plan.mcp_timeout_ms):
+                async with open_mcp(
+                    plan.mcp, registry, plan.mcp_timeout_ms, plan.mcp_start_timeout_ms
+                ):
                     # From here a signal aborts the run rather than cancelling: a template
                     # cancelled while it starts prints its own traceback (BrokenPipeError).
                     started[0] = True

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from host.cli._mcp import open_mcp
+from host.cli._mcp import MCP_START_TIMEOUT_MS, open_mcp
 from host.cli._output import result_stream
 from host.cli._setup import RuntimeOptions, make_registry
 from host.cli._signals import Stopper, signal_name
@@ -41,6 +41,7 @@ class ServePlan:
     token_generated: bool
     runtime: RuntimeOptions
     max_state_bytes: int
+    mcp_start_timeout_ms: int = MCP_START_TIMEOUT_MS
 
 
 def _say(text: str) -> None:
@@ -123,7 +124,9 @@ async def serve_mcp(plan: ServePlan, stopper: Stopper) -> None:
                 from host.mcp import elicitation_ask_handler
 
                 registry.ask_handler = elicitation_ask_handler()
-            async with open_mcp(plan.servers, registry, plan.mcp_timeout_ms):
+            async with open_mcp(
+                plan.servers, registry, plan.mcp_timeout_ms, plan.mcp_start_timeout_ms
+            ):
                 starting[0] = True
                 async with plan.runtime.runtime() as runtime:
                     starting[0] = False

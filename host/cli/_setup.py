@@ -146,10 +146,12 @@ def mcp_servers(values: list[str], config: Path | None) -> list[McpServerSpec]:
         raise UsageFailure(str(exc)) from None
 
 
-def mcp_tools(values: list[str], config: Path | None) -> list[ToolDefinition]:
+def mcp_tools(
+    values: list[str], config: Path | None, start_timeout_ms: int
+) -> list[ToolDefinition]:
     """The MCP servers' tool definitions, for the commands that only read schemas."""
     try:
-        return mcp_definitions(mcp_servers(values, config))
+        return mcp_definitions(mcp_servers(values, config), start_timeout_ms)
     except McpUsageError as exc:
         raise UsageFailure(str(exc)) from None
 

@@ -4,7 +4,9 @@ Stdlib only: it is installed before anything heavy is imported, so a signal duri
 start-up is a message and an exit code, never a traceback. Until the event loop takes
 over (``Stopper.watch``) a signal raises ``Interrupted`` where the command is; inside the
 loop it aborts the run (or stops the server) and the command cleans up, within a bound.
-A second signal exits at once, killing every process the command started.
+Once the outcome is decided (``Stopper.settle``) a signal is only recorded, so the result
+is written whole and the exit code is the result's. A second signal exits at once, killing
+every process the command started.
 """
 
 from __future__ import annotations
@@ -82,14 +84,21 @@ class Stopper:
         """Whether ``install`` made this the process's handler (``dsh-code`` itself)."""
         self.on_hard_exit: Callable[[int], None] | None = None
         """Called with the signal before a hard exit (e.g. to write the ``--json`` object)."""
+        self.settled = False
+        """The outcome is decided: what is left is writing it and exiting."""
 
     def handle(self, signum: int, _frame: FrameType | None = None) -> None:
         """The synchronous handler: record, then raise outside the loop or exit on a second."""
         self.received.append(signum)
         if len(self.received) > 1:
             self.hard_exit(signum)
-        if not self.in_loop:
+        if not self.in_loop and not self.settled:
             raise Interrupted(signum)
+
+    def settle(self) -> None:
+        """From now on a first signal is only recorded: an exception raised into the write of
+        the result would cut it (a ``--json`` object half written), and it is decided."""
+        self.settled = True
 
     def hard_exit(self, signum: int, why: str | None = None) -> NoReturn:
         """A second signal (or ``why``): kill what we started, say so, exit at once."""

@@ -34,11 +34,16 @@ class McpServeConfig:
     """HTTP: client sessions kept at once; past it the least recently used is dropped."""
     session_idle_s: float = 3600.0
     """HTTP: a client session unused for this long is dropped."""
+    header_timeout_s: float = 5.0
+    """HTTP: how long a new connection may take to send its first request's headers."""
     request_timeout_s: float = 30.0
     """HTTP: how long a connection may take to send a request's headers and body."""
     keep_alive_s: int = 5
     """HTTP: how long an idle keep-alive connection is kept."""
     max_connections: int = 64
-    """HTTP: connections at once; past it requests get 503."""
+    """HTTP: connections that sent the token, at once; past it the least recently used idle
+    one is closed, and a request finding every one busy gets 503."""
+    max_pending_connections: int = 256
+    """HTTP: connections that have not (yet) sent the token; past it the oldest is closed."""
     shutdown_timeout_s: float = 3.0
     """HTTP: how long open connections may take to finish when the server stops."""

@@ -166,3 +166,62 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path: Path, bindings: Path) -> None:
     assert "again: exiting at once" in "\n".join(term.lines())
     assert gone(started)
     assert "Traceback" not in term.raw.decode(errors="replace")
+
+
+LEAKY_BINDINGS = '''
+from host.tools import tool, Ask
+
+@tool
+def echo(text: str) -> str:
+    """Print a text on the command's stdout, and return it."""
+    print("echo:", text)
+    return text
+
+def setup_registry(registry):
+    registry.pre_execute(lambda call, decision: Ask(f"echo {call.args['text']}"))
+'''
+
+# Every way a program's text reaches the screen, each marked with a window-title sequence.
+LEAKY = """
+import threading
+def mark(path):
+    return chr(27) + "]0;leak-" + path + chr(7)
+print(mark("log"), flush=True)
+await tools.echo(text=mark("tool"))
+globals()[mark("name")] = threading.Lock()
+return mark("value")
+"""
+
+
+def _shown(path: str) -> str:
+    return f"\\x1b]0;leak-{path}\\x07"
+
+
+def test_nothing_a_program_chose_reaches_the_terminal_unescaped(tmp_path: Path) -> None:
+    tools = tmp_path / "leaky.py"
+    tools.write_text(LEAKY_BINDINGS)
+    session = tmp_path / "session.bin"
+    program = _program(tmp_path, LEAKY)
+    term = Terminal.start("run", str(program), "-b", str(tools), "--session", str(session))
+    try:
+        term.wait_for("allow echo? [y/N]:")
+        term.process.send(b"y\r")
+        assert term.finish() == 0
+    finally:
+        term.close()
+    failing = _program(tmp_path, "raise ValueError(chr(27) + ']0;leak-error' + chr(7))")
+    failed = Terminal.start("run", str(failing), "--session", str(session))
+    try:
+        assert failed.finish() == 1
+    finally:
+        failed.close()
+    raw = bytes(term.raw + failed.raw)
+    paths = ("log", "tool", "name", "value", "error")
+    assert [path for path in paths if f"\x1b]0;leak-{path}".encode() in raw] == []
+    assert b"\x1b]0;leak-" not in raw  # the prompt's included
+    assert term.screen.title == failed.screen.title == ""
+    screen = "\n".join(term.lines() + failed.lines())
+    shown = [_shown(path) for path in ("log", "tool", "name", "error")]
+    shown.append('"\\u001b]0;leak-value\\u0007"')  # the value as JSON writes it
+    assert [text for text in shown if text not in screen] == [], screen
+    assert f"echo {_shown('tool')} — allow echo? [y/N]: y" in screen  # the prompt, too

@@ -230,3 +230,43 @@ def test_sigterm_ends_the_repl_and_its_run(
 )
 def test_a_block_continues_while_it_is_incomplete(source: str, more: bool) -> None:
     assert needs_more(source) is more
+
+
+LEAKY_TOOLS = '''
+from host.tools import tool, Ask
+
+@tool
+def echo(text: str) -> str:
+    """Print a text on the command's stdout, and return it."""
+    print("echo:", text)
+    return text
+
+def setup_registry(registry):
+    registry.pre_execute(lambda call, decision: Ask(f"echo {call.args['text']}"))
+'''
+
+
+def test_nothing_a_program_chose_reaches_the_terminal_unescaped(
+    tmp_path: Path, home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
+) -> None:
+    tools = tmp_path / "leaky.py"
+    tools.write_text(LEAKY_TOOLS)
+    terminal, watch = _repl(open_terminals, home, "-b", str(tools))
+    _type(terminal, 'm = lambda path: chr(27) + "]0;leak-" + path + chr(7)')
+    _type(terminal, 'print(m("log"))')
+    terminal.process.send('await tools.echo(text=m("tool"))\r')
+    terminal.wait_for("allow echo? [y/N]:")
+    _type(terminal, "y")
+    _type(terminal, 'globals()[m("name")] = __import__("threading").Lock()')
+    _type(terminal, 'raise ValueError(m("error"))')
+    _type(terminal, 'm("value")')
+    _end(terminal, watch)
+    paths = ("log", "tool", "name", "error", "value")
+    assert [path for path in paths if f"\x1b]0;leak-{path}".encode() in terminal.raw] == []
+    assert b"\x1b]0;leak-" not in terminal.raw
+    assert terminal.screen.title == ""
+    screen = "\n".join(terminal.lines())
+    shown = [f"\\x1b]0;leak-{path}\\x07" for path in ("log", "tool", "name", "error")]
+    shown.append('"\\u001b]0;leak-value\\u0007"')  # the value as JSON writes it
+    assert [text for text in shown if text not in screen] == [], screen
+    assert "echo \\x1b]0;leak-tool\\x07 — allow echo? [y/N]: y" in screen

@@ -237,3 +237,22 @@ def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None
     assert 5 < took < 40  # the 10 s bound, not the tool's 120 s
     assert "clean-up took longer than 10 s" in err
     assert json.loads(out)["error"]["kind"] == "aborted"
+
+
+def test_a_signal_while_the_json_object_is_written_leaves_it_whole(tmp_path: Path) -> None:
+    size = 1_000_000  # far more than a pipe holds: the write waits for us to read
+    process = _start(tmp_path, f"return 'x' * {size}", "--json", "--isolation", "process")
+    try:
+        assert process.stdout is not None
+        head = process.stdout.read(1000)  # the object is being written, and cannot finish
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # the handler has run: an exception would have cut the write here
+        out = head + process.stdout.read()  # the rest, from the same buffered reader
+        _, err = process.communicate(timeout=30)
+    finally:
+        _kill(process)
+    lines = out.splitlines()
+    assert len(lines) == 1, f"{len(out)} characters in {len(lines)} lines"
+    assert json.loads(lines[0]) == {"logs": [], "value": "x" * size}
+    assert process.returncode == 0, err  # the result was decided: the signal changes nothing
+    assert "Traceback" not in err

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from typer.testing import CliRunner
 
 from host.cli._app import app
 
-from .support import BINDINGS, DEMO, FAULTY, demo_option, faulty_option
+from .support import BINDINGS, DEMO, FAULTY, child_env, demo_option, faulty_option
 
 pytestmark = pytest.mark.timeout(60)
 runner = CliRunner()
@@ -135,11 +137,83 @@ def test_a_missing_mcp_package_names_the_extra(
 def test_mcp_command_usage_errors() -> None:
     bare = runner.invoke(app, ["mcp"])
     assert bare.exit_code == 2 and "needs tools" in bare.stderr
+
+
+def test_a_busy_port_is_one_line_saying_so() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        busy = runner.invoke(app, ["mcp", "-b", str(BINDINGS), "--http", str(port)])
-    assert busy.exit_code == 2, busy.output
-    assert f"cannot serve on 127.0.0.1:{port}" in busy.stderr
-    assert "Traceback" not in busy.output
+        busy = subprocess.run(  # a real process: uvicorn's own log lines would reach stderr
+            [sys.executable, "-m", "host.cli", "mcp", "-b", str(BINDINGS), "--http", str(port)],
+            check=False,
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert busy.returncode == 2, busy.stderr
+    assert busy.stderr == f"error: cannot serve on 127.0.0.1:{port}: address already in use\n"
+    assert busy.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "flags", [["--token", "t" * 20], ["--token-file", "token.txt"], ["--no-auth"]]
+)
+def test_auth_flags_without_http_are_a_usage_error(tmp_path: Path, flags: list[str]) -> None:
+    (tmp_path / "token.txt").write_text("t" * 20)
+    flags = [str(tmp_path / flag) if flag == "token.txt" else flag for flag in flags]
+    result = runner.invoke(app, ["mcp", "-b", str(BINDINGS), *flags])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {flags[0]} needs --http: over stdio the client that starts dsh-code mcp is "
+        "its only client, and no token is asked for"
+    )
+
+
+def test_auth_flags_exclude_each_other(tmp_path: Path) -> None:
+    token = tmp_path / "token.txt"
+    token.write_text("t" * 20)
+    result = runner.invoke(
+        app, ["mcp", "-b", str(BINDINGS), "--http", "0", "--token-file", str(token), "--no-auth"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr == "error: --token-file and --no-auth exclude each other\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("short\n", "the bearer token must be at least 16 characters"),
+        ("\n\n", "--token-file {path} is empty"),
+        (None, "cannot read --token-file {path}: No such file or directory"),
+    ],
+)
+def test_a_bad_token_file_is_a_usage_error(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "token.txt"
+    if content is not None:
+        path.write_text(content)
+    result = runner.invoke(
+        app, ["mcp", "-b", str(BINDINGS), "--http", "0", "--token-file", str(path)]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"error: {message.format(path=path)}\n"
+
+
+@pytest.mark.parametrize("command", ["run", "sdk", "tools", "check", "mcp", "repl"])
+def test_the_mcp_servers_start_timeout_is_an_option(tmp_path: Path, command: str) -> None:
+    program = _write(tmp_path, "prog.py", "return 1")
+    args = {"run": [str(program)], "check": [str(program)], "mcp": ["--yes"]}.get(command, [])
+    started = time.monotonic()
+    result = runner.invoke(
+        app,
+        [command, *args, "--mcp", faulty_option("mute"), "--mcp-start-timeout-ms", "500"],
+    )
+    took = time.monotonic() - started
+    assert result.exit_code == 2, result.output
+    assert "MCP server 'faulty'" in result.stderr
+    assert "did not list its tools within 0.5 s" in result.stderr
+    assert took < 15  # the option's 0.5 s, not the default 30 s
