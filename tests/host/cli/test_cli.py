@@ -161,13 +161,15 @@ def test_usage_errors_exit_2_without_a_traceback(args: list[str], needle: str) -
 
 def test_isolation_and_cgroup_flags_reach_the_runtime(tmp_path: Path, bindings: Path) -> None:
     program = (
-        "import os\n"
-        "return [os.path.exists('/proc/1/environ') and os.getpid() != 1, "
+        "return [open('/proc/net/dev').read().count(':') > 1, "
         "'dsh-code-' in open('/proc/self/cgroup').read()]"
     )
     code, out = _json(tmp_path, bindings, program, "--isolation", "process", "--no-cgroups")
     assert code == 0, out
-    assert out["value"] == [True, False]  # the host's PID 1 shows; no cgroup of ours
+    assert out["value"] == [True, False]  # the host's network interfaces show; no cgroup of ours
+    code, out = _json(tmp_path, bindings, program, "--isolation", "namespaces")
+    assert code == 0, out
+    assert out["value"] == [False, True]  # only a loopback; the run's cgroup
 
 
 def test_a_bindings_file_that_fails_to_import_is_a_usage_error(tmp_path: Path) -> None:
