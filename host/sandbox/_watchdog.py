@@ -108,29 +108,36 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self._stopping = False
 
-    def _schedule(self, guard: Guard, when: float) -> None:
+    def _schedule(self, guard: Guard, when: float) -> bool:
+        """Put a look at ``guard`` on the schedule; True if it is now the first."""
         guard.look_id = next(self._order)
+        first = not self._heap or when < self._heap[0][0]
         heapq.heappush(self._heap, (when, guard.look_id, guard))
+        return first
 
     def watch(self, guard: Guard) -> None:
         """Enforce ``guard``'s budgets from now on."""
         with self._cond:
             self._live.add(guard)
-            self._schedule(guard, guard.next_look(time.monotonic()))
+            first = self._schedule(guard, guard.next_look(time.monotonic()))
             if self._thread is None:
                 self._stopping = False
                 self._thread = threading.Thread(
                     target=self._loop, name="dsh-code watchdog", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif first:  # else the thread wakes before this look is due anyway
+                self._cond.notify()
 
     def billing(self, guard: Guard) -> None:
-        """``guard``'s compute is billed from now: look at it soon."""
+        """``guard``'s compute is billed from now: look at it when the budget could first
+        have run out (every CPU busy for the run). The template watches the run from the
+        same moment; this is the backstop, and a run that ends before then costs no look."""
         guard.billing = True
+        when = time.monotonic() + max(guard.budget_ns / 1e9 / _CPUS, _POLL_MIN_S)
         with self._cond:
-            self._schedule(guard, time.monotonic())
-            self._cond.notify()
+            if self._schedule(guard, min(when, guard.deadline)):
+                self._cond.notify()
 
     def forget(self, guard: Guard) -> None:
         """Stop looking after ``guard`` (its run settled)."""
