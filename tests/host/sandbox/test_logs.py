@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.sandbox._logs import LogIntake
+from host.sandbox._logs import LogIntake, held
 
 _text = st.binary(max_size=400).map(lambda b: b.replace(b"\r", b""))
 
@@ -80,3 +80,37 @@ def test_a_line_still_open_is_decoded_as_it_arrives() -> None:
     assert logs._open_text == "é" + "x" * 10
     logs.feed(b"y\n")
     assert logs.lines == ["é" + "x" * 10 + "y"] and logs._open_text == ""
+
+
+_wide_text = st.lists(
+    st.sampled_from(
+        [b"a" * 7, b"\xc3\xa9", "\u0101".encode(), "\U0001f600".encode(), b"\x80", b"\n"]
+    ),
+    max_size=60,
+).map(b"".join)
+
+
+@given(
+    _wide_text, st.integers(min_value=1, max_value=300), st.lists(st.integers(0, 500), max_size=8)
+)
+def test_what_the_host_holds_decoded_stays_within_twice_the_cap(
+    data: bytes, cap: int, cuts: list[int]
+) -> None:
+    logs = LogIntake(max_bytes=cap, max_lines=1 << 20, on_log=None)
+    for chunk in _chunks(data, cuts):
+        logs.feed(chunk)
+    logs.close()
+    decoded = sum(held(line) for line in logs.lines)
+    assert decoded == logs.held <= 2 * cap
+    if logs.over is None:
+        assert logs.lines == _expected(data)  # nothing cut while it fits
+
+
+def test_a_mostly_ascii_line_with_one_emoji_is_held_to_twice_the_cap() -> None:
+    # 905 bytes as written, under the cap; 3 604 bytes as the host holds it (4 a character)
+    logs = LogIntake(max_bytes=1000, max_lines=100, on_log=None)
+    logs.feed(("x" * 900 + "\U0001f600\n").encode())
+    logs.close()
+    assert logs.bytes == 905  # with its newline
+    assert logs.held <= 2000 and held(logs.lines[0]) == logs.held
+    assert logs.over is not None and "twice max_output_bytes (1000)" in logs.over
