@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import secrets
+import socket
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -14,6 +16,8 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import Limits
+from runtime._contain import landlock_abi
+from tests.host.sandbox.conftest import checked_runtime
 from tests.host.sandbox.hostile import ONE_BACKEND, expect, run_hostile
 
 pytestmark = pytest.mark.anyio
@@ -422,3 +426,54 @@ async def test_the_real_effective_and_saved_uids_and_gids_are_unprivileged(
     assert 0 not in gids and len(set(gids)) == 1, gids
     assert 0 not in groups, groups
     assert result.stats is not None
+
+
+@ONE_BACKEND
+async def test_no_new_privs_is_set(rt: SubprocessRuntime) -> None:
+    program = (
+        "return [l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')]"
+    )
+    result = await run_hostile(rt, program)
+    assert result.value == ["1"]
+
+
+@ONE_BACKEND
+async def test_no_process_but_the_runs_own_is_in_sight(rt: SubprocessRuntime) -> None:
+    # The host's processes (command lines with secrets in them), the template, other runs:
+    # /proc shows a run its own processes only (a PID namespace, or hidepid and a uid of its own).
+    program = """\
+import os
+if os.fork() == 0:
+    import time
+    time.sleep(5)
+    os._exit(0)
+mine = {os.getpid()}
+seen = {int(p) for p in os.listdir('/proc') if p.isdigit()}
+return sorted(seen - mine)
+"""
+    result = await run_hostile(rt, program)
+    assert result.error is None, result.error
+    assert len(result.value) <= 2, result.value  # its own child (and, per child, an init)
+
+
+async def test_the_landlock_domain_is_in_force(workdir_root: str) -> None:
+    # Checked through what Landlock alone refuses (ABI >= 6): an abstract unix socket outside
+    # the run's domain. Sockets are allowed here, so seccomp does not refuse first.
+    if landlock_abi() < 6:
+        pytest.skip(f"Landlock ABI {landlock_abi()} < 6 does not scope abstract sockets")
+    name = f"\0dsh-landlock-{secrets.token_hex(4)}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as host_side:
+        host_side.bind(name)
+        host_side.listen()
+        program = (
+            "import socket\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            "try:\n"
+            f"    s.connect({name!r})\n"
+            "    return 'connected'\n"
+            "except OSError as exc:\n"
+            "    return exc.errno\n"
+        )
+        async with checked_runtime(workdir_root, isolation="process", network=True) as rt:
+            result = await run_hostile(rt, program)
+    assert result.value == errno.EPERM, result
