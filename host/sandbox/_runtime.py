@@ -74,7 +74,7 @@ class SubprocessRuntime:
         max_log_lines: int = 1_000_000,
         max_call_bytes: int = 64 * 1024 * 1024,
         max_json_values: int = 1_000_000,
-        prefork: int = 1,
+        prefork: int = 2,
         workdir_root: str | None = None,
         isolation: str = "auto",
         use_cgroups: bool = True,
