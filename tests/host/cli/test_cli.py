@@ -294,7 +294,7 @@ def test_check_type_checks_a_program(tmp_path: Path, bindings: Path) -> None:
     bad = _program(tmp_path, "x = 1\nreturn await tools.add(a=1, b='two')")
     result = runner.invoke(app, ["check", str(bad), "-b", str(bindings)])
     assert result.exit_code == 1
-    assert result.stdout.startswith("2:")
+    assert result.stdout.startswith(f"{bad}:2:")
     good = _program(tmp_path, "return await tools.add(a=1, b=2)")
     assert runner.invoke(app, ["check", str(good), "-b", str(bindings)]).exit_code == 0
 
