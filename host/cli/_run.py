@@ -13,7 +13,7 @@ import anyio
 
 from host.cli._errors import UsageFailure
 from host.cli._mcp import open_mcp
-from host.cli._output import Display, for_terminal, result_stream, status_text
+from host.cli._output import Display, for_terminal, is_terminal, result_stream, status_text
 from host.cli._session_file import (
     SessionFileError,
     read_session_file,
@@ -21,10 +21,10 @@ from host.cli._session_file import (
 )
 from host.cli._session_log import SessionLog
 from host.cli._setup import RuntimeOptions, make_registry
-from host.cli._signals import Stopper, signal_name
+from host.cli._signals import Stopper, abort_notice, signal_name
 from host.codemode import CodeMode, CodeModeConfig
 from host.sandbox._session import SessionRuntime
-from host.tools import AbortController, ToolRegistry, ToolResult
+from host.tools import AbortController, Deny, ToolRegistry, ToolResult
 from runtime import CodeRuntime, RunError, RunResult, RunStats
 
 if TYPE_CHECKING:
@@ -37,8 +37,10 @@ __all__ = (
     "RunPlan",
     "SessionPlan",
     "aborted_json",
+    "can_ask",
     "execute",
     "load_state",
+    "no_terminal_denial",
     "open_session",
     "render_dropped",
     "run_with_display",
@@ -150,6 +152,21 @@ def aborted_json(logs: list[str], signum: int, *, started: bool = True) -> dict[
     }
 
 
+def can_ask() -> bool:
+    """Whether a person can be asked: standard input and standard error are a terminal."""
+    return is_terminal(sys.stdin) and is_terminal(sys.stderr)
+
+
+def no_terminal_denial(decision: Any) -> Deny:
+    """The denial of an ``ask`` that no terminal can answer, saying how to decide it."""
+    prompt = getattr(decision, "prompt", "") or ""
+    needed = f"approval needed ({prompt})" if prompt else "approval needed"
+    return Deny(
+        f"{needed}, but no terminal can answer (standard input or error is not one): "
+        "run dsh-code with --yes to allow such calls, or --no to deny them without asking"
+    )
+
+
 class _Asker:
     """Answers ``ask`` decisions: --yes/--no, else a prompt at a terminal, else no."""
 
@@ -166,13 +183,13 @@ class _Asker:
         for scope in self.scopes:
             scope.cancel()
 
-    async def __call__(self, call: Any, decision: Any) -> bool:
+    async def __call__(self, call: Any, decision: Any) -> bool | Deny:
         if self.decide is not None:
             return self.decide
-        if self.stopped or not (sys.stdin is not None and sys.stdin.isatty()):
+        if self.stopped:
             return False
-        if not sys.stderr.isatty():
-            return False
+        if not can_ask():
+            return no_terminal_denial(decision)
         if self.lock is None:
             self.lock = anyio.Lock()
         prompt = getattr(decision, "prompt", "") or ""
@@ -215,10 +232,7 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
             outcome.signum = signum
             asker.stop()
             if display is not None:
-                display.notice(
-                    f"dsh-code: {signal_name(signum)}: aborting the run "
-                    "(Ctrl-C again to exit at once)"
-                )
+                display.notice(abort_notice(signum))
             if started[0]:
                 controller.abort(f"interrupted by {signal_name(signum)}")
             else:

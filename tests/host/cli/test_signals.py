@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from host.cli._signals import abort_notice
+
 from .support import ROOT, WorkdirWatch, cli, descendants, env, gone, handles, sweep, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -237,3 +239,13 @@ def test_a_clean_up_that_hangs_is_cut_short_by_the_bound(tmp_path: Path) -> None
     assert 5 < took < 40  # the 10 s bound, not the tool's 120 s
     assert "clean-up took longer than 10 s" in err
     assert json.loads(out)["error"]["kind"] == "aborted"
+
+
+def test_the_abort_notice_names_ctrl_c_only_for_sigint() -> None:
+    assert abort_notice(signal.SIGINT) == (
+        "dsh-code: SIGINT: aborting the run (Ctrl-C again exits at once)"
+    )
+    assert abort_notice(signal.SIGTERM) == (
+        "dsh-code: SIGTERM: aborting the run (another SIGTERM exits at once)"
+    )
+    assert "Ctrl-C" not in abort_notice(signal.SIGHUP)
