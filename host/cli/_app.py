@@ -269,7 +269,8 @@ def _report(
         terminal = is_terminal(result_stream())
         if result.error is None:
             if result.has_value:
-                write_result(render_value(result.value, terminal=terminal) + "\n")
+                shown = render_value(result.value, terminal=terminal, is_repr=result.value_is_repr)
+                write_result(shown + "\n")
             if result.state_dropped:
                 sys.stderr.write(render_dropped(result.state_dropped) + "\n")
         else:

@@ -319,7 +319,8 @@ class _Repl:
         if result.error is None:
             if result.has_value:
                 terminal = is_terminal(result_stream())
-                write_result(render_value(result.value, terminal=terminal) + "\n")
+                shown = render_value(result.value, terminal=terminal, is_repr=result.value_is_repr)
+                write_result(shown + "\n")
             if result.state_dropped:
                 _say(render_dropped(result.state_dropped))
             self.save()
@@ -328,6 +329,8 @@ class _Repl:
             hint = state_hint(result.error, self.plan.session_file)
             if hint is not None:
                 _say(hint)
+            if result.error.kind in ("exception", "invalid_completion"):
+                self.save()  # the names it assigned before the failure were kept
 
     def save(self) -> None:
         path, session = self.plan.session_file, self.engine.session

@@ -99,6 +99,7 @@ class ReplEngine:
                         self.plan.session_file or Path("-"),
                         self.plan.state,
                         self.plan.max_state_bytes,
+                        commit_on_failure=True,  # as Python's REPL keeps them
                     )
                     self.session = open_session(runtime, plan)
                     self._codemode = CodeMode(

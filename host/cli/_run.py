@@ -56,6 +56,8 @@ class SessionPlan:
     path: Path
     state: bytes | None
     max_state_bytes: int
+    commit_on_failure: bool = False
+    """Keep what a failed run assigned before its exception (the REPL)."""
 
     def too_big(self) -> RunResult | None:
         """The failed run of a state file over ``--max-state-bytes`` (no child is started)."""
@@ -108,7 +110,11 @@ def open_session(runtime: CodeRuntime, plan: SessionPlan) -> Session:
         raise UsageFailure(
             f"{type(runtime).__name__} keeps no sessions: --session needs a local runtime"
         )
-    session: Session = opener(state=plan.state or None, max_state_bytes=plan.max_state_bytes)
+    session: Session = opener(
+        state=plan.state or None,
+        max_state_bytes=plan.max_state_bytes,
+        commit_on_failure=plan.commit_on_failure,
+    )
     return session
 
 
@@ -380,7 +386,7 @@ def render_dropped(dropped: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def render_value(value: Any, *, terminal: bool) -> str:
-    """A result for a person: indented JSON."""
-    text = json.dumps(value, ensure_ascii=False, indent=2)
+def render_value(value: Any, *, terminal: bool, is_repr: bool = False) -> str:
+    """A result for a person: indented JSON, or a bare expression's repr as Python shows it."""
+    text = value if is_repr else json.dumps(value, ensure_ascii=False, indent=2)
     return for_terminal(text) if terminal else text

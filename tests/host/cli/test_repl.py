@@ -201,6 +201,22 @@ def test_a_history_file_that_cannot_be_kept_is_warned_of(
     assert not where.parent.exists()
 
 
+def test_a_value_that_is_not_json_shows_as_its_repr_and_a_failure_keeps_earlier_names(
+    home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
+) -> None:
+    terminal, watch = _repl(open_terminals, home)
+    _type(terminal, "s = {1, 2}")
+    _type(terminal, "s")
+    assert terminal.lines()[-2] == "{1, 2}"
+    _type(terminal, "import datetime; datetime.date(2024, 1, 2), 'x'")
+    assert terminal.lines()[-2] == "(datetime.date(2024, 1, 2), 'x')"
+    _type(terminal, "kept = 7; 1 / 0")
+    assert "ZeroDivisionError: division by zero" in terminal.lines()
+    _type(terminal, "kept")  # assigned before the exception: kept, as in Python's REPL
+    assert terminal.lines()[-2] == "7"
+    _end(terminal, watch)
+
+
 def test_up_arrow_recalls_the_last_input(
     home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
