@@ -11,8 +11,7 @@ from typing import Any
 
 import anyio
 
-from host.sandbox import SubprocessRuntime
-from runtime import Limits, RunRequest, ToolCallError
+from dsh_code import Limits, RunRequest, SubprocessRuntime, ToolCallError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from host.tools import tool
+from dsh_code import tool
 
 ROOT = Path.cwd().resolve()
 

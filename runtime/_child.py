@@ -358,6 +358,10 @@ def child_main(
         namespace = _program_module(start, bridge, reporter)
         if start.keep_state:
             reporter.send_state = functools.partial(_send_state, start, namespace, reporter)
+            if start.state_on_failure:
+                reporter.send_failed_state = functools.partial(
+                    _send_state, start, namespace, reporter, strict=False
+                )
         if start.code:
             code = marshal.loads(start.code)
         else:  # a long program: the host left compiling it to us, off its event loop
@@ -420,16 +424,22 @@ def _program_module(
     return namespace
 
 
-def _send_state(start: Start, namespace: dict[str, Any], reporter: Reporter) -> None:
-    """Save the program's globals (not its bindings) and send them to the host."""
+def _send_state(
+    start: Start, namespace: dict[str, Any], reporter: Reporter, *, strict: bool = True
+) -> None:
+    """Save the program's globals (not its bindings) and send them to the host; a state that
+    cannot be saved fails the run (``strict``) or is not sent (a failed run's: the session
+    keeps its last state)."""
     from runtime._state import StateTooLarge, save
 
     roots = {name.split(".", 1)[0] for name in start.bindings}
     try:
         blob, dropped = save(namespace, skip=roots, max_bytes=start.max_state_bytes)
-    except StateTooLarge as exc:
-        reporter.fail("state", str(exc))
-    except Exception as exc:  # the program's objects raised while being pickled
+    except Exception as exc:  # too big, or the program's objects raised while being pickled
+        if not strict:
+            return
+        if isinstance(exc, StateTooLarge):
+            reporter.fail("state", str(exc))
         reporter.fail(
             "state", f"the session's state could not be saved: {type(exc).__name__}: {exc}"
         )

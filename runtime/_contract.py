@@ -171,6 +171,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     stats: RunStats | None = None
     state_dropped: dict[str, str] = msgspec.field(default_factory=dict)
     """A session run's names that could not be carried to the next run, with why."""
+    value_is_repr: bool = False
+    """``value`` is the ``repr()`` string of a trailing bare expression whose value is not JSON
+    (a set, a tuple, a date, a DataFrame's shape), as Python's REPL would show it."""
 
     @property
     def ok(self) -> bool:
@@ -183,10 +186,13 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return self.value is not msgspec.UNSET
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON shape ``{"value"?, "logs", "error"?, "state_dropped"?}`` (stats left out)."""
+        """The JSON shape ``{"value"?, "value_is_repr"?, "logs", "error"?, "state_dropped"?}``
+        (stats left out; ``value_is_repr`` only when true)."""
         out: dict[str, Any] = {}
         if self.has_value:
             out["value"] = self.value
+        if self.value_is_repr:
+            out["value_is_repr"] = True
         out["logs"] = list(self.logs)
         if self.error is not None:
             out["error"] = msgspec.to_builtins(self.error)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
-__all__ = ("MAX_DEPTH", "JsonTooLarge", "json_problem", "json_values_bound")
+__all__ = ("MAX_DEPTH", "JsonTooLarge", "bare_repr", "json_problem", "json_values_bound")
 
 #: Deepest nesting accepted; msgspec's encoder recurses, so deeper values cannot cross the pipe.
 MAX_DEPTH = 500
@@ -120,6 +121,21 @@ def json_problem(value: Any, max_bytes: int | None = None) -> str | None:
         else:
             stack.extend((_ENTER, item[i], i) for i in range(len(item) - 1, -1, -1))
     return None
+
+
+def bare_repr(value: Any, problem: str) -> tuple[str | None, str]:
+    """A trailing bare expression's non-JSON value as its ``repr``, as Python's REPL shows it:
+    ``(text, "")``, or ``(None, why not)`` for an awaitable (a forgotten ``await`` stays a
+    failure) or a ``repr`` that raised. ``problem`` is what ``json_problem`` said."""
+    if inspect.isawaitable(value):
+        return None, problem
+    try:
+        text = repr(value)
+    except BaseException as exc:  # the program's __repr__ ran and failed
+        return None, f"{problem}, and repr() of it raised {type(exc).__name__}"
+    if not isinstance(text, str):
+        return None, f"{problem}, and repr() of it is not a str"
+    return text, ""
 
 
 def _least_size(item: Any, step: str | int | None) -> int:

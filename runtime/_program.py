@@ -26,6 +26,7 @@ __all__ = (
     "FILENAME",
     "LAST_NAME",
     "RETURN_NAME",
+    "Bare",
     "Policy",
     "ProgramRejected",
     "ProgramReturn",
@@ -55,6 +56,16 @@ class _Absent:
 
 
 ABSENT: Any = _Absent()
+
+
+class Bare:
+    """What ``run_sync``/``run_async`` give for a trailing bare expression's value (not a
+    ``return``): a value that is not JSON is then shown as its ``repr``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class ProgramReturn(BaseException):
@@ -311,11 +322,13 @@ def _returned(exc: BaseException) -> ProgramReturn | None:
 
 
 def _completion(namespace: dict[str, Any]) -> Any:
-    return _LAST.pop(_id(namespace), ABSENT)
+    value = _LAST.pop(_id(namespace), ABSENT)
+    return value if value is ABSENT else Bare(value)
 
 
 def run_sync(code: types.CodeType, namespace: dict[str, Any]) -> Any:
-    """Execute module code that does not await at the top level; its result, or ``ABSENT``.
+    """Execute module code that does not await at the top level; its result (a trailing bare
+    expression's wrapped in ``Bare``), or ``ABSENT``.
 
     Raises whatever the program raised (never ``ProgramReturn``).
     """

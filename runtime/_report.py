@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from runtime._json import JsonTooLarge, json_problem
-from runtime._program import ABSENT, FILENAME
+from runtime._json import JsonTooLarge, bare_repr, json_problem
+from runtime._program import ABSENT, FILENAME, Bare
 from runtime._wire import ChildFailureKind, Done, Failed
 
 __all__ = ("CountingFile", "Reporter")
@@ -112,10 +112,14 @@ class Reporter:
         self.linger_after = True
         #: A session run: saves the program's globals and sends them, just before ``Done``.
         self.send_state: Any = None
+        #: A session that keeps a failed run's names: the same, before an exception's report.
+        self.send_failed_state: Any = None
 
     @staticmethod
     def encode_probe(value: Any) -> None:
         """Walk the paths a result takes (for a warm-up)."""
+        if isinstance(value, Bare):
+            value = value.value
         json_problem(value, max_bytes=1 << 20)
         _encoder.encode(Done(has_value=True, value=msgspec.Raw(_encoder.encode(value))))
 
@@ -171,6 +175,12 @@ class Reporter:
     ) -> NoReturn:
         """Report a failure and leave. Every byte of it (type, message, traceback) counts
         against the output cap: past it, the failure is an ``output_limit`` of fixed size."""
+        if kind in ("exception", "invalid_completion") and self.send_failed_state is not None:
+            send, self.send_failed_state = self.send_failed_state, None
+            try:
+                send()  # the names assigned before the failure, when the session keeps them
+            except BaseException:  # the program's objects broke pickling: the old state stays
+                pass
         self.flush()
         size = len(message) + len(tb or "") + len(exception_type or "")
         if size > self._remaining() and kind != "output_limit":
@@ -217,6 +227,9 @@ class Reporter:
             self.flush()
             self._send(Done(has_value=False, value=msgspec.Raw(b"null")))
             self._linger()
+        bare = isinstance(value, Bare)
+        if bare:
+            value = value.value
         room = self._remaining()
         try:
             problem = json_problem(value, max_bytes=room)
@@ -225,13 +238,18 @@ class Reporter:
             self._too_large(room)
         except BaseException as exc:  # the value's own code ran (a key's __eq__, ...) and failed
             problem = f"checking it raised {type(exc).__name__}"
+        is_repr = False
+        if problem is not None and bare:
+            text, problem = bare_repr(value, problem)
+            if text is not None:
+                raw, problem, is_repr = _encoder.encode(text), None, True
         if problem is not None:
             self.fail("invalid_completion", f"the result is not lossless JSON: {problem}")
         if len(raw) > room:
             self._too_large(room)
         self._state()
         self.flush()
-        self._send(Done(has_value=True, value=msgspec.Raw(raw)))
+        self._send(Done(has_value=True, value=msgspec.Raw(raw), is_repr=is_repr))
         self._linger()
 
     def _state(self) -> None:

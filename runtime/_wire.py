@@ -82,6 +82,7 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     state: bytes = b""  # a session's state to restore before the program (only the child loads it)
     keep_state: bool = False  # a session run: send the program's globals (State) before Done
     max_state_bytes: int = 0
+    state_on_failure: bool = False  # also before an exception's or a bad result's Failed
 
 
 class Reply(msgspec.Struct, tag=True, frozen=True):
@@ -130,6 +131,7 @@ class Done(msgspec.Struct, tag=True, frozen=True):
 
     has_value: bool
     value: msgspec.Raw
+    is_repr: bool = False  # value is the repr() string of a bare last expression's non-JSON value
 
 
 class Failed(msgspec.Struct, tag=True, frozen=True, omit_defaults=True):

@@ -24,13 +24,16 @@ import types
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
+
 from runtime._checks import check_request
 from runtime._contract import CallInfo, RunError, RunRequest, RunResult, RunStats, current_call
 from runtime._errors import RuntimeClosedError, ToolCallError
-from runtime._json import JsonTooLarge, json_problem
+from runtime._json import JsonTooLarge, bare_repr, json_problem
 from runtime._program import (
     ABSENT,
     FILENAME,
+    Bare,
     ProgramRejected,
     compile_program,
     install_helpers,
@@ -135,6 +138,9 @@ class InProcessRuntime:
             )
         if value is ABSENT:
             return self._result(logs, ABSENT, None, started)
+        bare = isinstance(value, Bare)
+        if bare:
+            value = value.value
         try:
             problem = json_problem(value, max_bytes=request.limits.max_output_bytes - logs.bytes)
         except JsonTooLarge:
@@ -144,6 +150,20 @@ class InProcessRuntime:
             return self._result(
                 logs, ABSENT, RunError(kind="output_limit", message=message), started
             )
+        if problem is not None and bare:
+            text, problem = bare_repr(value, problem)
+            if (
+                text is not None
+                and logs.bytes + len(text.encode()) > request.limits.max_output_bytes
+            ):
+                message = "the result's repr would pass max_output_bytes"
+                error = RunError(
+                    kind="output_limit", message=f"{message} ({request.limits.max_output_bytes})"
+                )
+                return self._result(logs, ABSENT, error, started)
+            if text is not None:
+                result = self._result(logs, text, None, started)
+                return msgspec.structs.replace(result, value_is_repr=True)
         if problem is not None:
             error = RunError(
                 kind="invalid_completion", message=f"the result is not lossless JSON: {problem}"

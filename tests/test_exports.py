@@ -8,6 +8,7 @@ import pkgutil
 
 import pytest
 
+import dsh_code
 import host
 import runtime
 import sdkgen
@@ -15,7 +16,7 @@ import sdkgen
 
 def _public_modules() -> list[str]:
     names: list[str] = []
-    for package in (host, runtime, sdkgen):
+    for package in (dsh_code, host, runtime, sdkgen):
         names.append(package.__name__)
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             if not any(part.startswith("_") for part in info.name.split(".")):
@@ -31,7 +32,14 @@ def _private(module_name: str) -> bool:
 
 
 def test_the_public_modules_are_found() -> None:
-    assert {"runtime", "runtime.testing", "host.sandbox", "host.codemode", "sdkgen"} <= set(PUBLIC)
+    assert {
+        "dsh_code",
+        "runtime",
+        "runtime.testing",
+        "host.sandbox",
+        "host.codemode",
+        "sdkgen",
+    } <= set(PUBLIC)
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -8,6 +8,7 @@ the environment of the quick start (``source .venv/bin/activate``: this interpre
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -127,6 +128,64 @@ def _has_top_level_await(text: str) -> bool:
     return bool(re.search(r"^(await |async with |async for )", text, re.MULTILINE))
 
 
+#: ``print(...)  # prints: TEXT``: what that line prints, checked (``...`` stands for anything).
+_PRINTS = re.compile(r"#\s*prints:\s?(?P<text>.*)$")
+
+#: Runs a script as ``python script.py`` would, recording what each of its lines prints.
+_RECORDER = """
+import builtins, io, json, runpy, sys
+
+script, record = sys.argv[1], sys.argv[2]
+sys.argv = [script]
+printed = []
+original = builtins.print
+
+def recording_print(*args, **kwargs):
+    frame = sys._getframe(1)
+    if frame.f_code.co_filename == script and kwargs.get("file") is None:
+        buffer = io.StringIO()
+        original(*args, **{**kwargs, "file": buffer})
+        printed.append([frame.f_lineno, buffer.getvalue()])
+    return original(*args, **kwargs)
+
+builtins.print = recording_print
+try:
+    runpy.run_path(script, run_name="__main__")
+finally:
+    with open(record, "w", encoding="utf-8") as file:
+        json.dump(printed, file)
+"""
+
+
+def _expected_prints(text: str) -> dict[int, str]:
+    """Line number -> the output its ``# prints:`` comment promises."""
+    expected: dict[int, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        found = _PRINTS.search(line)
+        if found:
+            expected[number] = found["text"].rstrip()
+    return expected
+
+
+def _matches(expected: str, printed: str) -> bool:
+    pattern = ".*".join(re.escape(part) for part in expected.split("..."))
+    return re.fullmatch(pattern, printed, re.DOTALL) is not None
+
+
+def test_the_prints_check_matches_with_ellipses() -> None:
+    assert _expected_prints("x = 1\nprint(x)  # prints: 1 ... 3\n") == {2: "1 ... 3"}
+    assert _matches("1 ... 3", "1 2 3") and not _matches("1 ... 3", "1 2 4")
+    assert _matches("[1, 2]", "[1, 2]") and not _matches("[1, 2]", "[1, 2, 3]")
+
+
+def _file_block(block: Block) -> Path | None:
+    """The file a block says it is (its first line ``# examples/x.py``), if it says so."""
+    found = re.fullmatch(
+        r"# ((?:examples|benchmarks|scripts)/[\w./-]+\.py)", block.text.split("\n")[0]
+    )
+    return ROOT / found.group(1) if found else None
+
+
 @pytest.mark.parametrize("block", _of("python"), ids=_name)
 def test_a_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     first = block.text.splitlines()[0]
@@ -140,17 +199,29 @@ def test_a_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
             assert line in source[at:], f"{line!r} is not in {excerpt.group(1)} (after line {at})"
             at = source.index(line, at) + 1
         return
+    shown = _file_block(block)
+    if shown is not None:  # the whole file, as it is: the block is what runs
+        assert block.text.split("\n", 1)[1] == shown.read_text(encoding="utf-8")
+        return
+    # A script, as a user would save and run it: no notebook's top-level await.
+    assert not _has_top_level_await(block.text), "top-level await: wrap it in a function"
+    expected = _expected_prints(block.text)
+    calls = sorted(
+        {
+            node.lineno
+            for node in ast.walk(ast.parse(block.text))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+        }
+    )
+    unchecked = [n for n in calls if n not in expected]
+    assert unchecked == [], f"lines {unchecked} print: say what, with '# prints: ...'"
     script = tmp_path / "example.py"
-    if _has_top_level_await(block.text):  # a snippet for an async context, e.g. a notebook
-        script.write_text(
-            "import ast, asyncio\n"
-            f"code = compile({block.text!r}, 'README', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)\n"
-            "asyncio.run(eval(code, {'__name__': '__main__'}))\n"
-        )
-    else:
-        script.write_text(block.text)
+    script.write_text(block.text, encoding="utf-8")
+    record = tmp_path / "printed.json"
     done = subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, "-c", _RECORDER, str(script), str(record)],
         cwd=ROOT,
         env=_env(),
         stdin=subprocess.DEVNULL,  # a stdio server ends at EOF
@@ -161,6 +232,13 @@ def test_a_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr, done.stderr
+    printed: dict[int, str] = {}
+    for number, text in json.loads(record.read_text(encoding="utf-8")):
+        printed[number] = printed.get(number, "") + text
+    for number, promise in expected.items():
+        assert number in printed, f"line {number} printed nothing (promised {promise!r})"
+        got = printed[number].rstrip("\n")
+        assert _matches(promise, got), f"line {number} printed {got!r}, not {promise!r}"
 
 
 @pytest.mark.parametrize("block", _of("json"), ids=_name)

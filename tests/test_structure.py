@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runtime", "host", "sdkgen")
+PACKAGES = ("runtime", "host", "sdkgen", "dsh_code")
 MAX_LINES = 600
 
 
@@ -90,6 +90,26 @@ def test_host_uses_runtime_through_its_public_doors(name: str) -> None:
     private = {t for t in _imports(name) if t in _modules() and _top(t) == "runtime"}
     bad = sorted(private - {"runtime", "runtime.lowlevel"})
     assert bad == [], f"{name} imports {bad}"
+
+
+@pytest.mark.parametrize("name", [n for n in _modules() if _top(n) != "dsh_code"])
+def test_only_users_import_dsh_code(name: str) -> None:
+    # dsh_code is the users' door over the packages: a package importing it would turn the
+    # door into a dependency (and a circle).
+    bad = sorted({t for t in _imports(name) if _top(t) == "dsh_code"})
+    assert bad == [], f"{name} imports {bad}"
+
+
+@pytest.mark.parametrize("name", _in("dsh_code"))
+def test_dsh_code_imports_only_public_modules(name: str) -> None:
+    private = sorted(
+        t
+        for t in _imports(name)
+        if t in _modules()
+        and _top(t) != "dsh_code"
+        and any(p.startswith("_") for p in t.split("."))
+    )
+    assert private == [], f"{name} imports {private}"
 
 
 def _size_cases() -> list[str]:

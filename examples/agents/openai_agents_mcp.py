@@ -20,7 +20,8 @@ from agents import Agent, RunConfig, Runner
 from agents.mcp import MCPServerStdio
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-BINDINGS = Path(__file__).resolve().parent.parent / "fs_tools.py"
+EXAMPLES = Path(__file__).resolve().parent.parent
+BINDINGS = EXAMPLES / "fs_tools.py"
 
 PROGRAM = """
 names = await tools.list_dir(path=".")
@@ -44,7 +45,7 @@ def scripted_model() -> ScriptedModel:
 
 def dsh_code_server(directory: Path, *extra: str) -> MCPServerStdio:
     """``dsh-code mcp`` over stdio, serving the file tools rooted at ``directory``."""
-    command = [sys.executable, "-m", "host.cli", "mcp", "-b", str(BINDINGS), *extra]
+    command = [sys.executable, "-m", "dsh_code", "mcp", "-b", str(BINDINGS), *extra]
     return MCPServerStdio(
         params={"command": command[0], "args": command[1:], "cwd": str(directory)},
         name="dsh-code",
@@ -77,7 +78,7 @@ async def run(directory: Path, model: Any) -> tuple[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a real model (needs OPENAI_API_KEY); else scripted")
-    parser.add_argument("--dir", type=Path, default=Path.cwd(), help="the folder the tools see")
+    parser.add_argument("--dir", type=Path, default=EXAMPLES, help="the folder the tools see")
     args = parser.parse_args()
     answer, outputs = asyncio.run(run(args.dir, args.model or scripted_model()))
     for output in outputs:

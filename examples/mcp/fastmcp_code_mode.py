@@ -13,8 +13,7 @@ import anyio
 from fastmcp import Client, FastMCP
 from fastmcp.experimental.transforms.code_mode import CodeMode
 
-from host.mcp import DshSandboxProvider
-from runtime import Limits
+from dsh_code import DshSandboxProvider, Limits
 
 PROGRAM = """
 import asyncio

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
+from host.cli._check_command import check_command
 from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageFailure
 from host.cli._mcp import (
     MCP_START_TIMEOUT_MS,
@@ -278,7 +279,8 @@ def _report(
         terminal = is_terminal(result_stream())
         if result.error is None:
             if result.has_value:
-                write_result(render_value(result.value, terminal=terminal) + "\n")
+                shown = render_value(result.value, terminal=terminal, is_repr=result.value_is_repr)
+                write_result(shown + "\n")
             if result.state_dropped:
                 sys.stderr.write(render_dropped(result.state_dropped) + "\n")
         else:
@@ -372,36 +374,7 @@ def tools_command(
     write_result(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
 
 
-@app.command("check")
-@_usage_errors
-def check_command(
-    program: Annotated[
-        str, typer.Argument(metavar="PROGRAM", help="The program file, or - for standard input.")
-    ],
-    bindings: BindingsOption = [],  # noqa: B006
-    mcp: McpOption = [],  # noqa: B006
-    mcp_config: McpConfigOption = None,
-    mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
-    call_style: CallStyleOption = "async",
-) -> None:
-    """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
-    import sdkgen
-
-    check_choice("--call-style", call_style, CALL_STYLES)
-    with stdout_to_stderr():
-        source = read_program(program)
-        loaded = load_tools(bindings)
-        manifest = make_registry(
-            loaded, None, mcp_tools(mcp, mcp_config, mcp_start_timeout_ms)
-        ).manifest()
-    try:
-        diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
-    except sdkgen.SdkgenError as exc:
-        raise UsageFailure(str(exc)) from None
-    if diagnostics:
-        write_result(sdkgen.render_diagnostics(diagnostics) + "\n")
-    errors = [d for d in diagnostics if d.severity == "error"]
-    raise typer.Exit(EXIT_FAILED if errors else EXIT_OK)
+app.command("check")(_usage_errors(check_command))
 
 
 @app.command("mcp")

@@ -34,7 +34,7 @@ from host.cli._output import for_terminal, is_terminal, result_stream, write_res
 from host.cli._repl_engine import Question, ReplEngine, ReplPlan
 from host.cli._run import render_dropped, render_failure, render_value, state_hint
 from host.cli._session_file import SessionFileError, write_session_file
-from host.cli._signals import SIGNALS, Stopper, exit_code_for, signal_name
+from host.cli._signals import SIGNALS, Stopper, abort_notice, exit_code_for, signal_name
 from runtime import RunResult
 
 __all__ = ("needs_more", "run_repl")
@@ -134,6 +134,20 @@ def _say(text: str) -> None:
         sys.stderr.flush()
 
 
+def _history_problem(path: Path) -> str | None:
+    """Why the history file cannot be read and replaced, if it cannot (checked at the start)."""
+    folder = path.parent
+    if path.is_dir():
+        return "it is a directory; give a file (or --no-history)"
+    if not folder.is_dir():
+        return f"{folder} is not a directory; give a file in one (or --no-history)"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} cannot be written; give a file elsewhere (or --no-history)"
+    if path.exists() and not os.access(path, os.R_OK):
+        return "it cannot be read; give another file (or --no-history)"
+    return None
+
+
 class _History:
     """readline's history, loaded from and saved to a file (mode 0600, atomically)."""
 
@@ -149,7 +163,11 @@ class _History:
         self.readline = readline
         readline.parse_and_bind("tab: tab-insert")  # indentation, not file names
         readline.set_history_length(_HISTORY_LINES)
-        if path is not None and path.is_file() and not path.is_symlink():
+        problem = None if path is None else _history_problem(path)
+        if problem is not None:
+            _say(f"dsh-code: warning: the history cannot be kept in {path}: {problem}")
+            self.path = None
+        elif path is not None and path.is_file() and not path.is_symlink():
             with contextlib.suppress(OSError):
                 readline.read_history_file(str(path))
 
@@ -251,7 +269,7 @@ class _Repl:
         self.signals.aborting = True
         name = signal_name(signum)
         self._bound(signum, f"the run did not stop within {self.stopper.grace_s:g} s")
-        notice = f"dsh-code: {name}: aborting the run (Ctrl-C again to exit at once)"
+        notice = abort_notice(signum)
         self.portal.call(self.engine.abort, f"interrupted by {name}", notice)
 
     def _answer(self, question: Question) -> None:
@@ -301,7 +319,8 @@ class _Repl:
         if result.error is None:
             if result.has_value:
                 terminal = is_terminal(result_stream())
-                write_result(render_value(result.value, terminal=terminal) + "\n")
+                shown = render_value(result.value, terminal=terminal, is_repr=result.value_is_repr)
+                write_result(shown + "\n")
             if result.state_dropped:
                 _say(render_dropped(result.state_dropped))
             self.save()
@@ -310,6 +329,8 @@ class _Repl:
             hint = state_hint(result.error, self.plan.session_file)
             if hint is not None:
                 _say(hint)
+            if result.error.kind in ("exception", "invalid_completion"):
+                self.save()  # the names it assigned before the failure were kept
 
     def save(self) -> None:
         path, session = self.plan.session_file, self.engine.session

@@ -16,11 +16,17 @@ import anyio
 
 from host.cli._mcp import MCP_START_TIMEOUT_MS, open_mcp
 from host.cli._output import Display, result_stream
-from host.cli._run import SessionPlan, open_session, run_with_display
+from host.cli._run import (
+    SessionPlan,
+    can_ask,
+    no_terminal_denial,
+    open_session,
+    run_with_display,
+)
 from host.cli._setup import RuntimeOptions, make_registry
 from host.codemode import CodeMode, CodeModeConfig
 from host.sandbox._session import SessionRuntime
-from host.tools import AbortController
+from host.tools import AbortController, Deny
 
 if TYPE_CHECKING:
     from host.cli._bindings import Bindings
@@ -99,6 +105,7 @@ class ReplEngine:
                         self.plan.session_file or Path("-"),
                         self.plan.state,
                         self.plan.max_state_bytes,
+                        commit_on_failure=True,  # as Python's REPL keeps them
                     )
                     self.session = open_session(runtime, plan)
                     self._codemode = CodeMode(
@@ -139,11 +146,11 @@ class ReplEngine:
         if self._controller is not None:
             self._controller.abort(reason)
 
-    async def _ask(self, call: Any, decision: Any) -> bool:
+    async def _ask(self, call: Any, decision: Any) -> bool | Deny:
         if self.plan.decide is not None:
             return self.plan.decide
-        if not (sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()):
-            return False
+        if not can_ask():
+            return no_terminal_denial(decision)
         if self._ask_lock is None:
             self._ask_lock = anyio.Lock()
         prompt = getattr(decision, "prompt", "") or ""

@@ -13,7 +13,7 @@ import anyio
 
 from host.cli._errors import UsageFailure
 from host.cli._mcp import MCP_START_TIMEOUT_MS, open_mcp
-from host.cli._output import Display, for_terminal, result_stream, status_text
+from host.cli._output import Display, for_terminal, is_terminal, result_stream, status_text
 from host.cli._session_file import (
     SessionFileError,
     read_session_file,
@@ -21,10 +21,10 @@ from host.cli._session_file import (
 )
 from host.cli._session_log import SessionLog
 from host.cli._setup import RuntimeOptions, make_registry
-from host.cli._signals import Stopper, signal_name
+from host.cli._signals import Stopper, abort_notice, signal_name
 from host.codemode import CodeMode, CodeModeConfig
 from host.sandbox._session import SessionRuntime
-from host.tools import AbortController, ToolRegistry, ToolResult
+from host.tools import AbortController, Deny, ToolRegistry, ToolResult
 from runtime import CodeRuntime, RunError, RunResult, RunStats
 
 if TYPE_CHECKING:
@@ -37,8 +37,10 @@ __all__ = (
     "RunPlan",
     "SessionPlan",
     "aborted_json",
+    "can_ask",
     "execute",
     "load_state",
+    "no_terminal_denial",
     "open_session",
     "render_dropped",
     "run_with_display",
@@ -54,6 +56,8 @@ class SessionPlan:
     path: Path
     state: bytes | None
     max_state_bytes: int
+    commit_on_failure: bool = False
+    """Keep what a failed run assigned before its exception (the REPL)."""
 
     def too_big(self) -> RunResult | None:
         """The failed run of a state file over ``--max-state-bytes`` (no child is started)."""
@@ -106,7 +110,11 @@ def open_session(runtime: CodeRuntime, plan: SessionPlan) -> Session:
         raise UsageFailure(
             f"{type(runtime).__name__} keeps no sessions: --session needs a local runtime"
         )
-    session: Session = opener(state=plan.state or None, max_state_bytes=plan.max_state_bytes)
+    session: Session = opener(
+        state=plan.state or None,
+        max_state_bytes=plan.max_state_bytes,
+        commit_on_failure=plan.commit_on_failure,
+    )
     return session
 
 
@@ -151,6 +159,21 @@ def aborted_json(logs: list[str], signum: int, *, started: bool = True) -> dict[
     }
 
 
+def can_ask() -> bool:
+    """Whether a person can be asked: standard input and standard error are a terminal."""
+    return is_terminal(sys.stdin) and is_terminal(sys.stderr)
+
+
+def no_terminal_denial(decision: Any) -> Deny:
+    """The denial of an ``ask`` that no terminal can answer, saying how to decide it."""
+    prompt = getattr(decision, "prompt", "") or ""
+    needed = f"approval needed ({prompt})" if prompt else "approval needed"
+    return Deny(
+        f"{needed}, but no terminal can answer (standard input or error is not one): "
+        "run dsh-code with --yes to allow such calls, or --no to deny them without asking"
+    )
+
+
 class _Asker:
     """Answers ``ask`` decisions: --yes/--no, else a prompt at a terminal, else no."""
 
@@ -167,13 +190,13 @@ class _Asker:
         for scope in self.scopes:
             scope.cancel()
 
-    async def __call__(self, call: Any, decision: Any) -> bool:
+    async def __call__(self, call: Any, decision: Any) -> bool | Deny:
         if self.decide is not None:
             return self.decide
-        if self.stopped or not (sys.stdin is not None and sys.stdin.isatty()):
+        if self.stopped:
             return False
-        if not sys.stderr.isatty():
-            return False
+        if not can_ask():
+            return no_terminal_denial(decision)
         if self.lock is None:
             self.lock = anyio.Lock()
         prompt = getattr(decision, "prompt", "") or ""
@@ -216,10 +239,7 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
             outcome.signum = signum
             asker.stop()
             if display is not None:
-                display.notice(
-                    f"dsh-code: {signal_name(signum)}: aborting the run "
-                    "(Ctrl-C again to exit at once)"
-                )
+                display.notice(abort_notice(signum))
             if started[0]:
                 controller.abort(f"interrupted by {signal_name(signum)}")
             else:
@@ -369,7 +389,7 @@ def render_dropped(dropped: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def render_value(value: Any, *, terminal: bool) -> str:
-    """A result for a person: indented JSON."""
-    text = json.dumps(value, ensure_ascii=False, indent=2)
+def render_value(value: Any, *, terminal: bool, is_repr: bool = False) -> str:
+    """A result for a person: indented JSON, or a bare expression's repr as Python shows it."""
+    text = value if is_repr else json.dumps(value, ensure_ascii=False, indent=2)
     return for_terminal(text) if terminal else text

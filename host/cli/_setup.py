@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import sys
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ __all__ = (
     "RuntimeOptions",
     "check_choice",
     "codemode_config_of",
+    "decode_program",
     "load_tools",
     "make_registry",
     "mcp_servers",
@@ -108,7 +111,8 @@ class RuntimeOptions:
 
 
 def read_program(program: str) -> str:
-    """The program's text from a file or, for ``-``, from standard input."""
+    """The program's text from a file or, for ``-``, from standard input, decoded as
+    ``python prog.py`` decodes a file (UTF-8, or the encoding its PEP 263 line declares)."""
     if program == "-":
         stdin = sys.stdin
         if stdin is None:
@@ -116,18 +120,50 @@ def read_program(program: str) -> str:
         if stdin.isatty():
             sys.stderr.write("dsh-code: reading the program from standard input (end: Ctrl-D)\n")
         try:
-            return stdin.read()
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            binary = getattr(stdin, "buffer", None)
+            data = binary.read() if binary is not None else stdin.read().encode()
+        except (OSError, ValueError, UnicodeError) as exc:
             raise UsageFailure(f"cannot read the program from standard input: {exc}") from None
+        return decode_program(data, "<stdin>")
     path = Path(program)
     if path.is_dir():
         raise UsageFailure(f"the program {program} is a directory: give a Python file")
     if not path.is_file():
         raise UsageFailure(f"program file not found: {program}")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise UsageFailure(f"cannot read {program}: {exc}") from None
+    return decode_program(data, program)
+
+
+def decode_program(data: bytes, name: str) -> str:
+    """Source bytes as text, as Python decodes a script: a UTF-8 BOM, else the encoding a
+    PEP 263 coding line declares, else UTF-8; what does not decode is a usage error."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown encoding, a BOM it contradicts, or not UTF-8 at all
+        encoding = "utf-8"
+        message = exc.msg
+    else:
+        message = ""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        declared = "utf-8" if encoding == "utf-8-sig" else encoding
+        how = (
+            "save it as UTF-8, or declare its encoding on its first or second line "
+            "(PEP 263: # -*- coding: latin-1 -*-)"
+            if declared == "utf-8"
+            else f"its coding line declares {declared}"
+        )
+        raise UsageFailure(
+            f"{name}: line {line}: byte 0x{data[exc.start]:02x} is not {declared}: {how}"
+        ) from None
+    if message:
+        raise UsageFailure(f"{name}: {message}")
+    return text
 
 
 def load_tools(paths: list[Path]) -> Bindings:

@@ -26,6 +26,7 @@ __all__ = (
     "STOPPER",
     "Interrupted",
     "Stopper",
+    "abort_notice",
     "current_stopper",
     "exit_code_for",
     "install",
@@ -52,6 +53,13 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+def abort_notice(signum: int) -> str:
+    """What a first signal says: the run is being aborted, and how to exit at once (Ctrl-C
+    only for SIGINT: a SIGTERM or SIGHUP came from elsewhere, not from the keyboard)."""
+    again = "Ctrl-C again" if signum == signal.SIGINT else f"another {signal_name(signum)}"
+    return f"dsh-code: {signal_name(signum)}: aborting the run ({again} exits at once)"
 
 
 def exit_code_for(signum: int) -> int:

@@ -149,11 +149,13 @@ class CodeRunFailed(ToolError):
         )
 
 
-def _render_success(logs: list[str], value: Any, has_value: bool) -> str:
+def _render_success(logs: list[str], value: Any, has_value: bool, is_repr: bool = False) -> str:
     parts = []
     if logs:
         parts.append("logs:\n" + "\n".join(logs))
-    if has_value:
+    if has_value and is_repr:
+        parts.append(f"result (repr, not JSON):\n{value}")
+    elif has_value:
         parts.append("result:\n" + msgspec.json.encode(value).decode())
     return "\n".join(parts) if parts else "(no logs, no result)"
 
@@ -228,11 +230,15 @@ class CodeMode:
                     "properties": {
                         "logs": {"type": "array", "items": {"type": "string"}},
                         "result": {},
+                        "result_is_repr": {"type": "boolean"},
                     },
                     "required": ["logs"],
                 },
                 "render": lambda _args, value: _render_success(
-                    list(value["logs"]), value.get("result"), "result" in value
+                    list(value["logs"]),
+                    value.get("result"),
+                    "result" in value,
+                    value.get("result_is_repr") is True,
                 ),
             },
         )
@@ -270,16 +276,23 @@ class CodeMode:
         return SdkSection(text=text, sha256=sdkgen.sdk_hash(text), names=dict(view.names))
 
     def session(
-        self, *, state: bytes | None = None, max_state_bytes: int | None = None
+        self,
+        *,
+        state: bytes | None = None,
+        max_state_bytes: int | None = None,
+        commit_on_failure: bool = False,
     ) -> CodeModeSession:
         """A session for one agent: its ``run(code)`` is a ``run_code`` call whose program's
-        variables persist to the next call (the runtime must offer sessions)."""
+        variables persist to the next call (the runtime must offer sessions);
+        ``commit_on_failure`` keeps what a failed call assigned before its exception."""
         opener = getattr(self.runtime, "session", None)
         if opener is None:
             raise TypeError(f"{type(self.runtime).__name__} has no sessions")
         options: dict[str, Any] = {"state": state}
         if max_state_bytes is not None:
             options["max_state_bytes"] = max_state_bytes
+        if commit_on_failure:
+            options["commit_on_failure"] = True
         return CodeModeSession(self, opener(**options))
 
     def model_tools(
@@ -323,6 +336,8 @@ class CodeMode:
         value: dict[str, Any] = {"logs": list(result.logs)}
         if result.has_value:
             value["result"] = result.value
+        if result.value_is_repr:  # the repr() text of a bare last expression that is not JSON
+            value["result_is_repr"] = True
         # Images the program's calls returned reach the model after the run's own text.
         return WithContent(value, images) if images else value
 

@@ -70,7 +70,11 @@ def render_run(result: RunResult, *, session: str | None = None) -> CallToolResu
         if logs:
             parts.append("logs:\n" + "\n".join(logs))
         structured: dict[str, Any] = {"logs": logs}
-        if result.has_value:
+        if result.has_value and result.value_is_repr:
+            parts.append(f"result (repr, not JSON):\n{result.value}")
+            structured["result"] = result.value
+            structured["result_is_repr"] = True
+        elif result.has_value:
             parts.append("result:\n" + json.dumps(result.value, ensure_ascii=False))
             structured["result"] = result.value
         if result.state_dropped:

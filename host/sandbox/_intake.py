@@ -74,6 +74,7 @@ class Intake:
     calls: CallServer
     code: bytes
     value: Any
+    value_is_repr: bool
     state: State | None
     _frames: FrameBuffer
     _writer: FrameWriter
@@ -271,6 +272,8 @@ class Intake:
             )
             return
         problem = json_problem(value)
+        if problem is None and done.is_repr and not isinstance(value, str):
+            problem = "a repr that is not a string"  # only a forged report says so
         if problem is not None:
             self._settle(
                 RunError(
@@ -278,7 +281,7 @@ class Intake:
                 )
             )
             return
-        self.value = value
+        self.value, self.value_is_repr = value, done.is_repr
         self._settle(RunResult(logs=[], value=value))
 
     def _on_failed(self, failed: Failed) -> None:

@@ -7,7 +7,18 @@ import tempfile
 
 import msgspec
 
-__all__ = ("RunOptions", "SessionState", "default_workdir_root")
+from runtime import RunError
+
+__all__ = ("RunOptions", "SessionState", "default_workdir_root", "keeps_state")
+
+#: The failures whose state a session that keeps a failed run's names takes: the program ran
+#: to its exception (or to a result that is not JSON); a killed run's child could not save one.
+_KEPT_AFTER = frozenset({"exception", "invalid_completion"})
+
+
+def keeps_state(session: SessionState | None, error: RunError) -> bool:
+    """Whether the state a failed run's child sent becomes the session's."""
+    return session is not None and session.keep_failed and error.kind in _KEPT_AFTER
 
 
 def default_workdir_root() -> str:
@@ -23,6 +34,8 @@ class SessionState(msgspec.Struct, kw_only=True):
 
     blob: bytes
     max_bytes: int
+    keep_failed: bool = False
+    """Also take the state of a run that raised (or returned a value that is not JSON)."""
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):

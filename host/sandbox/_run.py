@@ -26,7 +26,7 @@ from host.sandbox._cpu import move_off_this_cpu
 from host.sandbox._fdio import FrameWriter, close_fd
 from host.sandbox._intake import Intake, decoder
 from host.sandbox._logs import LogIntake
-from host.sandbox._options import RunOptions, SessionState
+from host.sandbox._options import RunOptions, SessionState, keeps_state
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard, Watchdog
 from runtime import RunError, RunRequest, RunResult, RunStats
@@ -120,6 +120,7 @@ class Run(Intake):
         self.pid: int | None = None
         self.exit_status: int | None = None
         self.value: Any = msgspec.UNSET
+        self.value_is_repr = False
         self.scope = anyio.CancelScope()
         self.closing_reason: str | None = None
         max_frame = options.max_frame_bytes
@@ -192,11 +193,16 @@ class Run(Intake):
         value = self.value if error is None else msgspec.UNSET
         stats = self._stats()
         dropped: dict[str, str] = {}
-        if error is None and self.state is not None:
+        if self.state is not None and (error is None or keeps_state(self.session, error)):
             stats = msgspec.structs.replace(stats, state_bytes=len(self.state.blob))
             dropped = dict(self.state.dropped)
         return RunResult(
-            logs=self.logs.lines, value=value, error=error, stats=stats, state_dropped=dropped
+            logs=self.logs.lines,
+            value=value,
+            error=error,
+            stats=stats,
+            state_dropped=dropped,
+            value_is_repr=self.value_is_repr and error is None,
         )
 
     def _classify_death(self, error: RunError) -> RunError:
@@ -254,6 +260,7 @@ class Run(Intake):
             state=self.session.blob if self.session is not None else b"",
             keep_state=self.session is not None,
             max_state_bytes=self.session.max_bytes if self.session is not None else 0,
+            state_on_failure=self.session is not None and self.session.keep_failed,
         )
         if self.slot.cgroup is not None:
             try:

@@ -233,12 +233,17 @@ class SubprocessRuntime:
             self._idle.set()
 
     def session(
-        self, *, state: bytes | None = None, max_state_bytes: int = MAX_STATE_BYTES
+        self,
+        *,
+        state: bytes | None = None,
+        max_state_bytes: int = MAX_STATE_BYTES,
+        commit_on_failure: bool = False,
     ) -> Session:
         """A session: runs one after another, each in a fresh child, carrying the program's
         module globals (``async with rt.session() as s: await s.run(...)``); ``state`` is a
-        blob an earlier session left (``Session.state``)."""
-        return Session(self, state, max_state_bytes)
+        blob an earlier session left (``Session.state``); ``commit_on_failure`` keeps the names
+        a failed run assigned before its exception, as Python's REPL does."""
+        return Session(self, state, max_state_bytes, commit_on_failure)
 
     async def run(self, request: RunRequest) -> RunResult:
         """Run one program in a fresh child; resolves with the result whatever the program did.
@@ -250,7 +255,11 @@ class SubprocessRuntime:
         return result
 
     async def _run_in_session(
-        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+        self,
+        request: RunRequest,
+        state: bytes | None,
+        max_state_bytes: int,
+        commit_on_failure: bool = False,
     ) -> tuple[RunResult, Any]:
         """A run, in a session when ``state`` is not None: its result, and the State frame
         its child sent (None outside a session, or when the run failed)."""
@@ -272,7 +281,11 @@ class SubprocessRuntime:
             return self._failed_before_start(
                 RunError(kind="aborted", message="the run was aborted before it started")
             ), None
-        session = None if state is None else SessionState(blob=state, max_bytes=max_state_bytes)
+        session = (
+            None
+            if state is None
+            else SessionState(blob=state, max_bytes=max_state_bytes, keep_failed=commit_on_failure)
+        )
         self._entered += 1
         try:
             return await self._run(request, code, session)

@@ -3,7 +3,8 @@
 The state is an opaque blob: the child makes it at the end of a successful run (cloudpickle
 of its module globals) and the next run's child loads it before its program starts. This
 process stores it and never loads it, so a tampered blob can do no more than a program can.
-A run that fails leaves the state as it was.
+A run that fails leaves the state as it was, unless the session keeps a failed run's names
+(``commit_on_failure``): then a run that raised commits the globals it had at its exception.
 """
 
 from __future__ import annotations
@@ -24,14 +25,24 @@ class SessionRunner(Protocol):
     """What a session needs of its runtime: a run that takes and gives back state."""
 
     async def _run_in_session(
-        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+        self,
+        request: RunRequest,
+        state: bytes | None,
+        max_state_bytes: int,
+        commit_on_failure: bool = False,
     ) -> tuple[RunResult, Any]: ...
 
 
 class Session:
     """Runs of one runtime that share the program's globals, one after another."""
 
-    def __init__(self, runtime: SessionRunner, state: bytes | None, max_state_bytes: int) -> None:
+    def __init__(
+        self,
+        runtime: SessionRunner,
+        state: bytes | None,
+        max_state_bytes: int,
+        commit_on_failure: bool = False,
+    ) -> None:
         if state is not None and not isinstance(state, bytes):
             raise TypeError(
                 f"state must be bytes (a blob from Session.state), not {type(state).__name__}"
@@ -42,6 +53,9 @@ class Session:
         self._state = state or b""
         self._names: tuple[str, ...] = ()
         self.max_state_bytes = max_state_bytes
+        self.commit_on_failure = commit_on_failure
+        """Also keep the names a failed run assigned before its exception, as Python's REPL
+        does (a run killed by a budget, the heap cap or an abort still changes nothing)."""
         self._lock = anyio.Lock()
 
     @property
@@ -56,12 +70,16 @@ class Session:
 
     async def run(self, request: RunRequest) -> RunResult:
         """Run ``request`` in a fresh child with the session's state; a successful run's
-        globals become the state (runs of one session take turns)."""
+        globals become the state (with ``commit_on_failure``, also a failed run's, up to its
+        exception); runs of one session take turns."""
         async with self._lock:
             result, state = await self._runtime._run_in_session(
-                request, self._state, self.max_state_bytes
+                request, self._state, self.max_state_bytes, self.commit_on_failure
             )
-            if result.error is None and state is not None:
+            kept = result.error is None or (
+                self.commit_on_failure and result.error.kind in ("exception", "invalid_completion")
+            )
+            if kept and state is not None:
                 self._state, self._names = state.blob, tuple(state.names)
             return result
 

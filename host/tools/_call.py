@@ -102,8 +102,9 @@ PostExecuteHook = Callable[
 ]
 """``(call, result) -> PostDecision | None``, maybe async."""
 
-AskHandler = Callable[[ToolCall, Ask], bool | Awaitable[bool]]
-"""``(call, ask) -> bool``, maybe async; only ``True`` approves the call."""
+AskHandler = Callable[[ToolCall, Ask], "bool | Deny | Awaitable[bool | Deny]"]
+"""``(call, ask) -> bool | Deny``, maybe async; only ``True`` approves the call, a ``Deny``
+says why it was not (nobody could be asked, ...)."""
 
 Observer = Callable[[Any], None]
 """A synchronous observer of a named event; each event has its own payload type."""

@@ -171,8 +171,12 @@ class Invocation:
                     decision = Deny(
                         f"approval needed ({decision.prompt}) but no ask handler is set"
                     )
-                elif await _maybe_await(handler(self.call, decision)) is not True:
-                    decision = Deny(f"not approved: {decision.prompt}")
+                else:
+                    answer = await _maybe_await(handler(self.call, decision))
+                    if isinstance(answer, Deny):
+                        decision = answer
+                    elif answer is not True:
+                        decision = Deny(f"not approved: {decision.prompt}")
         except Exception as exc:
             decision = Deny(f"pre-execute policy failed: {_error_text(exc)}")
         if isinstance(decision, Deny):

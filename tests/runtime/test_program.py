@@ -11,6 +11,7 @@ import pytest
 
 from runtime._program import (
     ABSENT,
+    Bare,
     ProgramRejected,
     compile_program,
     install_helpers,
@@ -28,11 +29,26 @@ def _module() -> dict[str, Any]:
     return namespace
 
 
-def _run(source: str) -> Any:
+def _outcome(source: str) -> Any:
     code = compile_program(source)
     if is_async(code):
         return asyncio.run(run_async(code, _module()))
     return run_sync(code, _module())
+
+
+def _run(source: str) -> Any:
+    value = _outcome(source)
+    return value.value if isinstance(value, Bare) else value
+
+
+@pytest.mark.parametrize("source", ["{1, 2}", "x = 1\nx", "await asyncio.sleep(0, 'x')"])
+def test_a_trailing_bare_expression_is_marked_as_such(source: str) -> None:
+    assert isinstance(_outcome(source), Bare)
+
+
+@pytest.mark.parametrize("source", ["return {1, 2}", "return 1", "x = 1", "None"])
+def test_a_return_or_no_value_is_not_marked(source: str) -> None:
+    assert not isinstance(_outcome(source), Bare)
 
 
 @pytest.mark.parametrize(

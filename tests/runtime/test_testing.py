@@ -10,6 +10,7 @@ import pytest
 from runtime import Limits, RunRequest, ToolCallError
 from runtime.testing import InProcessRuntime
 from tests.conftest import ALL_BACKENDS
+from tests.runtime.bare_cases import REFUSED, SHOWN
 
 pytestmark = pytest.mark.anyio
 
@@ -90,7 +91,7 @@ async def test_tool_errors_reach_the_program_as_tool_call_error() -> None:
     [
         ("def f(:\n  pass", "parse"),
         ("raise KeyError('k')", "exception"),
-        ("{1, 2}", "invalid_completion"),
+        ("return {1, 2}", "invalid_completion"),
         ("import asyncio\nawait asyncio.sleep(30)", "budget"),
         ("for i in range(1000):\n    print('x' * 100)", "output_limit"),
         ("'x' * 5000", "output_limit"),
@@ -186,3 +187,23 @@ async def test_calls_are_numbered_in_the_programs_order_of_issue() -> None:
         )
     assert result.ok, result.error
     assert seen == ["x:1", "x:2"]
+
+
+@pytest.mark.parametrize(("program", "value", "is_repr"), SHOWN)
+async def test_a_bare_last_expression_that_is_not_json_is_its_repr(
+    program: str, value: Any, is_repr: bool
+) -> None:
+    result = await _run(program)
+    assert result.error is None
+    assert (result.value, result.value_is_repr) == (value, is_repr)
+    assert result.to_json().get("value_is_repr", False) is is_repr
+
+
+@pytest.mark.parametrize(("program", "message"), REFUSED)
+async def test_a_returned_value_that_is_not_json_stays_a_failure(
+    program: str, message: str
+) -> None:
+    result = await _run(program)
+    assert result.error is not None and result.error.kind == "invalid_completion"
+    assert message in result.error.message
+    assert "value_is_repr" not in result.to_json()

@@ -194,6 +194,19 @@ def test_ask_decisions_follow_yes_no_and_the_missing_terminal(
     assert _json(tmp_path, bindings, program)[1]["value"] == "DENIED"  # no terminal: not approved
 
 
+def test_a_denial_for_want_of_a_terminal_says_so_and_names_yes(
+    tmp_path: Path, bindings: Path
+) -> None:
+    program = (
+        "try:\n    await tools.shout(text='hi')\nexcept ToolCallError as e:\n    return e.message"
+    )
+    assert _json(tmp_path, bindings, program)[1]["value"] == (
+        "tool call shout denied: approval needed (shouting is loud), but no terminal can "
+        "answer (standard input or error is not one): run dsh-code with --yes to allow such "
+        "calls, or --no to deny them without asking"
+    )
+
+
 def _cli() -> list[str]:
     return [sys.executable, "-m", "host.cli"]
 
@@ -296,7 +309,7 @@ def test_check_type_checks_a_program(tmp_path: Path, bindings: Path) -> None:
     bad = _program(tmp_path, "x = 1\nreturn await tools.add(a=1, b='two')")
     result = runner.invoke(app, ["check", str(bad), "-b", str(bindings)])
     assert result.exit_code == 1
-    assert result.stdout.startswith("2:")
+    assert result.stdout.startswith(f"{bad}:2:")
     good = _program(tmp_path, "return await tools.add(a=1, b=2)")
     assert runner.invoke(app, ["check", str(good), "-b", str(bindings)]).exit_code == 0
 

@@ -186,6 +186,37 @@ def test_call_style_sync_in_the_repl(
     _end(terminal, watch)
 
 
+def test_a_history_file_that_cannot_be_kept_is_warned_of(
+    home: Path, tmp_path: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
+) -> None:
+    where = tmp_path / "no-such-folder" / "history"
+    terminal, watch = _repl(open_terminals, home, "--history", str(where))
+    warning = (
+        f"dsh-code: warning: the history cannot be kept in {where}: {where.parent} is not a "
+        "directory; give a file in one (or --no-history)"
+    )
+    assert warning in terminal.raw.decode().replace("\r\n", "")
+    _type(terminal, "1 + 1")
+    _end(terminal, watch)
+    assert not where.parent.exists()
+
+
+def test_a_value_that_is_not_json_shows_as_its_repr_and_a_failure_keeps_earlier_names(
+    home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
+) -> None:
+    terminal, watch = _repl(open_terminals, home)
+    _type(terminal, "s = {1, 2}")
+    _type(terminal, "s")
+    assert terminal.lines()[-2] == "{1, 2}"
+    _type(terminal, "import datetime; datetime.date(2024, 1, 2), 'x'")
+    assert terminal.lines()[-2] == "(datetime.date(2024, 1, 2), 'x')"
+    _type(terminal, "kept = 7; 1 / 0")
+    assert "ZeroDivisionError: division by zero" in terminal.lines()
+    _type(terminal, "kept")  # assigned before the exception: kept, as in Python's REPL
+    assert terminal.lines()[-2] == "7"
+    _end(terminal, watch)
+
+
 def test_up_arrow_recalls_the_last_input(
     home: Path, open_terminals: list[tuple[Terminal, WorkdirWatch]]
 ) -> None:
@@ -207,6 +238,8 @@ def test_sigterm_ends_the_repl_and_its_run(
     code = terminal.finish()
     seen = watch.stop()
     assert code == 143, "\n".join(terminal.lines())
+    notice = "dsh-code: SIGTERM: aborting the run (another SIGTERM exits at once)"
+    assert notice in terminal.raw.decode(errors="replace")
     assert gone(below)
     assert not [d for d in seen if d.exists()]
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from host.cli._signals import abort_notice
+
 from .support import ROOT, WorkdirWatch, cli, descendants, env, gone, handles, sweep, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -256,3 +258,13 @@ def test_a_signal_while_the_json_object_is_written_leaves_it_whole(tmp_path: Pat
     assert json.loads(lines[0]) == {"logs": [], "value": "x" * size}
     assert process.returncode == 0, err  # the result was decided: the signal changes nothing
     assert "Traceback" not in err
+
+
+def test_the_abort_notice_names_ctrl_c_only_for_sigint() -> None:
+    assert abort_notice(signal.SIGINT) == (
+        "dsh-code: SIGINT: aborting the run (Ctrl-C again exits at once)"
+    )
+    assert abort_notice(signal.SIGTERM) == (
+        "dsh-code: SIGTERM: aborting the run (another SIGTERM exits at once)"
+    )
+    assert "Ctrl-C" not in abort_notice(signal.SIGHUP)

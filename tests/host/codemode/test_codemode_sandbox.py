@@ -118,6 +118,21 @@ async def test_a_code_mode_session_keeps_variables_between_run_code_calls(
     assert outside.to_dict()["value"]["result"] is False
 
 
+async def test_run_code_marks_a_bare_expressions_repr_and_a_session_may_keep_failed_names(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    shown = (await codemode.run("{1, 2}")).to_dict()
+    assert shown["value"] == {"logs": [], "result": "{1, 2}", "result_is_repr": True}
+    assert shown["content"] == [{"type": "text", "text": "result (repr, not JSON):\n{1, 2}"}]
+    plain = (await codemode.run("[1, 2]")).to_dict()
+    assert plain["value"] == {"logs": [], "result": [1, 2]}
+    async with codemode.session(commit_on_failure=True) as session:
+        failed = await session.run("n = 3\nraise RuntimeError('late')")
+        assert failed.is_error is True
+        assert (await session.run("return n")).to_dict()["value"]["result"] == 3
+
+
 _STUCK = threading.Event()
 
 

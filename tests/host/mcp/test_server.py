@@ -106,6 +106,10 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
         )
         assert mixed.structured_content == {"logs": [], "result": 30}
 
+        shown = await client.call_tool("run_code", {"code": "s = {1, 2}\ns"})
+        assert shown.structured_content == {"logs": [], "result": "{1, 2}", "result_is_repr": True}
+        assert shown.content[0].text == "result (repr, not JSON):\n{1, 2}"  # type: ignore[union-attr]
+
         failed = await client.call_tool("run_code", {"code": "print('so far')\n\n1 / 0"})
         assert failed.is_error is True
         facts = failed.structured_content or {}

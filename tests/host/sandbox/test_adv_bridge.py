@@ -80,6 +80,18 @@ async def test_a_forged_done_settles_once_and_later_frames_are_dropped(
     assert result.value == 7
 
 
+@ONE_BACKEND
+async def test_a_forged_repr_that_is_not_a_string_is_invalid_completion(
+    rt: SubprocessRuntime,
+) -> None:
+    program = bridge_helpers() + (
+        "send({'type': 'Done', 'has_value': True, 'value': [1], 'is_repr': True})\nreturn 9\n"
+    )
+    result = await run_hostile(rt, program)
+    expect(result, "invalid_completion")
+    assert not result.value_is_repr and "value_is_repr" not in result.to_json()
+
+
 async def test_forged_calls_outside_the_bindings_never_reach_a_binding(
     rt: SubprocessRuntime,
 ) -> None:

@@ -14,6 +14,7 @@ from host.sandbox import SubprocessRuntime
 from runtime import CodeRuntime, Limits, RunRequest, RunResult, RuntimeClosedError, ToolCallError
 from tests.host.sandbox.conftest import can_still_run, settled
 from tests.host.sandbox.hostile import bridge_helpers
+from tests.runtime.bare_cases import REFUSED, SHOWN
 
 pytestmark = pytest.mark.anyio
 
@@ -768,3 +769,37 @@ async def test_a_spare_waits_in_its_own_directory_before_its_program_arrives(
     assert second.value == spare.workdir
     await settled(rt)
     assert not os.path.exists(spare.workdir)  # removed once the run's processes are gone
+
+
+@pytest.mark.parametrize(("program", "value", "is_repr"), SHOWN)
+async def test_a_bare_last_expression_that_is_not_json_is_its_repr(
+    rt: SubprocessRuntime, program: str, value: Any, is_repr: bool
+) -> None:
+    result = await run(rt, program)
+    assert result.error is None
+    assert (result.value, result.value_is_repr) == (value, is_repr)
+    if is_repr:
+        assert result.to_json() == {"value": value, "value_is_repr": True, "logs": []}
+
+
+@pytest.mark.parametrize(
+    ("program", "message"),
+    [
+        *REFUSED,
+        (
+            "async def f():\n    pass\nf()",
+            "the result is not lossless JSON: a coroutine (did you forget `await`?) at $",
+        ),
+    ],
+)
+async def test_a_returned_value_that_is_not_json_stays_a_failure(
+    rt: SubprocessRuntime, program: str, message: str
+) -> None:
+    result = await run(rt, program)
+    assert result.error is not None and result.error.kind == "invalid_completion"
+    assert message in result.error.message
+
+
+async def test_a_repr_past_the_output_cap_is_an_output_limit(rt: SubprocessRuntime) -> None:
+    result = await run(rt, "set(range(10_000))", limits=Limits(max_output_bytes=1_000))
+    assert result.error is not None and result.error.kind == "output_limit"

@@ -159,3 +159,39 @@ async def test_a_session_can_start_from_an_earlier_sessions_state(rt: Subprocess
         saved = s.state
     async with rt.session(state=saved) as again:
         assert (await step(again, "kept")).value == {"k": [1, 2]}
+
+
+async def test_commit_on_failure_keeps_the_names_assigned_before_an_exception(
+    rt: SubprocessRuntime,
+) -> None:
+    async with rt.session(commit_on_failure=True) as s:
+        await step(s, "a = 1")
+        failed = await step(s, "a = 2\nb = [3]\n1 / 0\nc = 4")
+        assert failed.error is not None and failed.error.kind == "exception"
+        assert failed.stats is not None and failed.stats.state_bytes > 0
+        assert set(s.names) == {"a", "b"}
+        seen = await step(s, "return [a, b, 'c' in globals()]")
+        assert seen.value == [2, [3], False]
+        bad_result = await step(s, "d = 5\nreturn {1}")
+        assert bad_result.error is not None and bad_result.error.kind == "invalid_completion"
+        assert set(s.names) == {"a", "b", "d"}
+
+
+async def test_commit_on_failure_still_drops_a_killed_runs_names(rt: SubprocessRuntime) -> None:
+    async with rt.session(commit_on_failure=True) as s:
+        await step(s, "a = 1")
+        limits = Limits(compute_ms=200, max_wall_ms=20_000)
+        killed = await s.run(RunRequest(program="a = 2\nwhile True:\n    pass", limits=limits))
+        assert killed.error is not None and killed.error.kind == "budget"
+        assert (await step(s, "return a")).value == 1
+
+
+async def test_a_state_that_cannot_be_saved_after_a_failure_keeps_the_old_one(
+    rt: SubprocessRuntime,
+) -> None:
+    async with rt.session(commit_on_failure=True, max_state_bytes=10_000) as s:
+        await step(s, "a = 1")
+        failed = await step(s, "a = 2\nbig = 'x' * 100_000\nraise ValueError('v')")
+        assert failed.error is not None and failed.error.kind == "exception"
+        assert "ValueError: v" in failed.error.message
+        assert (await step(s, "return a")).value == 1

@@ -133,6 +133,18 @@ async def test_ask_goes_to_the_host_handler(answer: Any, ok: bool) -> None:
     assert asked == ["run echo?"]
 
 
+async def test_an_ask_handler_may_deny_with_its_reason() -> None:
+    def nobody(call: ToolCall, ask: Ask) -> Deny:
+        return Deny(f"nobody can answer {ask.prompt!r}")
+
+    registry = ToolRegistry(QUIET, ask_handler=nobody)
+    registry.register(echo())
+    registry.pre_execute(lambda call, decision: Ask("run echo?"))
+    result = await registry.invoke("echo", {"text": "x"})
+    assert result.code is ErrorCode.DENIED and result.error is not None
+    assert result.error.message == "tool call echo denied: nobody can answer 'run echo?'"
+
+
 async def test_failing_pre_execute_hook_denies() -> None:
     registry = ToolRegistry(QUIET)
     registry.register(echo())
