@@ -112,6 +112,8 @@ class Reporter:
         self.linger_after = True
         #: A session run: saves the program's globals and sends them, just before ``Done``.
         self.send_state: Any = None
+        #: A resumed run: fails it if the program skipped a call the journal recorded.
+        self.before_done: Any = None
 
     @staticmethod
     def encode_probe(value: Any) -> None:
@@ -212,6 +214,8 @@ class Reporter:
 
     def result(self, value: Any) -> NoReturn:
         """Report the program's result: lossless JSON within the output cap, in O(cap)."""
+        if self.before_done is not None:
+            self.before_done()
         if value is ABSENT:
             self._state()
             self.flush()

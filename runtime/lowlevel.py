@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from runtime._checks import check_request
     from runtime._contain import searchable_by
     from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
+    from runtime._ledger import CallLedger, Settled
     from runtime._procs import (
         ProcStat,
         children,
@@ -51,6 +52,7 @@ __all__ = (
     "HEADER",
     "MAX_DEPTH",
     "Call",
+    "CallLedger",
     "ChildFailureKind",
     "ChildMessage",
     "Compiled",
@@ -66,6 +68,7 @@ __all__ = (
     "Ready",
     "Reply",
     "ReplyError",
+    "Settled",
     "Start",
     "State",
     "check_request",
@@ -87,6 +90,8 @@ __all__ = (
 
 _HOMES = {
     "check_request": "_checks",
+    "CallLedger": "_ledger",
+    "Settled": "_ledger",
     "searchable_by": "_contain",
     "MAX_DEPTH": "_json",
     "JsonTooLarge": "_json",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import marshal
 import os
+import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -21,6 +22,8 @@ from host.sandbox._template import TemplateProcess
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import sweep_stale
 from runtime import (
+    Decision,
+    Journal,
     RunError,
     RunRequest,
     RunResult,
@@ -29,7 +32,14 @@ from runtime import (
     RuntimeEnvironmentError,
     RuntimeUsageError,
 )
-from runtime.lowlevel import Policy, ProgramRejected, check_request, compile_program, searchable_by
+from runtime.lowlevel import (
+    CallLedger,
+    Policy,
+    ProgramRejected,
+    check_request,
+    compile_program,
+    searchable_by,
+)
 
 __all__ = ("SubprocessRuntime",)
 
@@ -40,6 +50,8 @@ _COMPILE_INLINE = 20_000
 _COMPILED_KEPT = 64
 #: The uid programs run as on a root host, unless told otherwise ("nobody").
 _NOBODY = 65534
+#: The largest hash seed (PYTHONHASHSEED) the interpreter takes.
+_MAX_HASH_SEED = 2**32 - 1
 
 
 class SubprocessRuntime:
@@ -53,6 +65,8 @@ class SubprocessRuntime:
     On a root host programs run as ``run_as_uid`` (default 65534, "nobody"; 0 keeps root,
     without capabilities). ``preload`` modules are imported once by the template, so a
     program's ``import`` of them costs nothing (each child has its own copy-on-write copy).
+    ``hash_seed`` is every child's ``PYTHONHASHSEED`` (default: one drawn for this runtime);
+    a journal records it, and a resume replays in children of the same seed.
     """
 
     language = "python"
@@ -75,6 +89,7 @@ class SubprocessRuntime:
         run_as_uid: int | None = None,
         preload: Sequence[str] = (),
         python: str = sys.executable,
+        hash_seed: int | None = None,
     ) -> None:
         if not sys.platform.startswith("linux"):
             raise RuntimeUsageError(
@@ -106,6 +121,13 @@ class SubprocessRuntime:
             isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in preload
         ):
             raise ValueError(f"preload must be module names (a list of str), got {preload!r}")
+        if hash_seed is not None and (
+            type(hash_seed) is not int or not 1 <= hash_seed <= _MAX_HASH_SEED
+        ):
+            raise ValueError(
+                f"hash_seed must be an int from 1 to {_MAX_HASH_SEED}, got {hash_seed!r}"
+            )
+        self._hash_seed = hash_seed or secrets.randbelow(_MAX_HASH_SEED) + 1
         self._preload = tuple(preload)
         self._requested_isolation = isolation
         self._use_cgroups = use_cgroups
@@ -129,6 +151,7 @@ class SubprocessRuntime:
         self._max_concurrent = max_concurrent_runs
         self._python = python
         self._template: TemplateProcess | None = None
+        self._seeded: dict[int, TemplateProcess] = {}  # by hash seed, for resumes
         self._template_lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._runs: set[Run] = set()
@@ -139,6 +162,11 @@ class SubprocessRuntime:
         self._swept = False
         self._replenishing = False
         self._closed = False
+
+    @property
+    def hash_seed(self) -> int:
+        """Every child's hash seed (``PYTHONHASHSEED``): str hashes and set order."""
+        return self._hash_seed
 
     @property
     def workdir_root(self) -> str:
@@ -212,23 +240,45 @@ class SubprocessRuntime:
         blob an earlier session left (``Session.state``)."""
         return Session(self, state, max_state_bytes)
 
-    async def run(self, request: RunRequest) -> RunResult:
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
         """Run one program in a fresh child; resolves with the result whatever the program did.
 
         It returns once the result is known and no process of the run can execute again;
         the run's resources are released in the background (``aclose()`` waits for them).
+        ``resume``: a journal of the program to replay first (``CodeRuntime.run``).
         """
-        result, _ = await self._run_in_session(request, None, 0)
+        result, _ = await self._run_in_session(request, None, 0, resume, decisions)
         return result
 
     async def _run_in_session(
-        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+        self,
+        request: RunRequest,
+        state: bytes | None,
+        max_state_bytes: int,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> tuple[RunResult, Any]:
         """A run, in a session when ``state`` is not None: its result, and the State frame
         its child sent (None outside a session, or when the run failed)."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         check_request(request)
+        hash_seed = self._hash_seed if resume is None else resume.seeds.hash
+        ledger = CallLedger(
+            request, hash_seed=hash_seed, resume=resume, decisions=decisions, state=state
+        )
+        result, sent = await self._run_ledgered(request, state, max_state_bytes, ledger)
+        return ledger.finish(result) if result.journal is None else result, sent
+
+    async def _run_ledgered(
+        self, request: RunRequest, state: bytes | None, max_state_bytes: int, ledger: CallLedger
+    ) -> tuple[RunResult, Any]:
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:
@@ -247,12 +297,12 @@ class SubprocessRuntime:
         session = None if state is None else SessionState(blob=state, max_bytes=max_state_bytes)
         self._entered += 1
         try:
-            return await self._run(request, code, session)
+            return await self._run(request, code, session, ledger)
         finally:
             self._leave()
 
     async def _run(
-        self, request: RunRequest, code: bytes, session: SessionState | None
+        self, request: RunRequest, code: bytes, session: SessionState | None, ledger: CallLedger
     ) -> tuple[RunResult, Any]:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_concurrent)
@@ -271,10 +321,12 @@ class SubprocessRuntime:
                 if self._closed:  # aclose() ended the start this run was waiting for
                     return self._failed_before_start(closed), None
                 raise
+            if ledger.seeds.hash != template.hash_seed:
+                template = await self._seeded_template(ledger.seeds.hash)
             if self._closed:
                 return self._failed_before_start(closed), None
             slot = await self._take_slot(template)
-            run = Run(request, code, slot, self._options, self._watchdog, session)
+            run = Run(request, code, slot, self._options, self._watchdog, session, ledger)
             self._runs.add(run)
             result = await run.execute()
             return result, run.state
@@ -341,6 +393,7 @@ class SubprocessRuntime:
                     self._requested_isolation,
                     run_uid=self._run_uid,
                     preload=self._preload,
+                    hash_seed=self._hash_seed,
                 )
                 self._template = template  # before it is ready: aclose() must find it
                 await template.start()
@@ -358,6 +411,34 @@ class SubprocessRuntime:
                         template.why_not_namespaces,
                     )
             return self._template
+
+    async def _seeded_template(self, seed: int) -> TemplateProcess:
+        """A template whose children have hash seed ``seed``: for the resume of a journal
+        another runtime recorded (a process since restarted); started on first use, kept
+        for the next such resume until ``aclose()``."""
+        template = self._seeded.get(seed)
+        if template is not None and template.alive:
+            return template
+        assert self._template_lock is not None  # _ensure_template made it
+        async with self._template_lock:
+            template = self._seeded.pop(seed, None)
+            if template is not None and not template.alive:
+                await template.aclose()
+                template = None
+            if template is None:
+                if self._closed:
+                    raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
+                template = TemplateProcess(
+                    self._python,
+                    self.isolation,
+                    run_uid=self._run_uid,
+                    preload=self._preload,
+                    hash_seed=seed,
+                )
+                self._seeded[seed] = template  # before it is ready: aclose() must find it
+                await template.start()
+            self._seeded[seed] = template
+            return template
 
     async def _first_start(self) -> None:
         """Once per runtime: check the working directories' root, sweep what dead runtimes
@@ -379,6 +460,8 @@ class SubprocessRuntime:
     async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
         """A spare child if one is ready, else a fresh fork; either way the next spare is
         asked for now, so it sets up while this run runs."""
+        if template is not self._template:  # a seeded one: no spares
+            return await self._fork(template, spare=False)
         slot = None
         while self._spares and slot is None:
             spare = self._spares.pop(0)
@@ -451,6 +534,9 @@ class SubprocessRuntime:
                     run.abort("the runtime was closed while the run was in flight")
                 if self._template is not None and not self._template.ready:
                     await self._template.aclose()  # a start in progress ends now
+                for seeded in self._seeded.values():
+                    if not seeded.ready:
+                        await seeded.aclose()
                 await self._idle.wait()
             await self._background.wait()
             for spare in self._spares:
@@ -458,6 +544,9 @@ class SubprocessRuntime:
             if self._template is not None:
                 await self._template.aclose()
                 self._template = None
+            for seeded in self._seeded.values():
+                await seeded.aclose()
+            self._seeded = {}
             for spare in self._spares:
                 self._release_cgroup(spare)
                 spare.remove_workdir()

@@ -8,11 +8,12 @@ A run that fails leaves the state as it was.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
 
-from runtime import CodeRuntime, RunRequest, RunResult
+from runtime import CodeRuntime, Decision, Journal, RunRequest, RunResult
 
 __all__ = ("Session", "SessionRuntime")
 
@@ -24,7 +25,12 @@ class SessionRunner(Protocol):
     """What a session needs of its runtime: a run that takes and gives back state."""
 
     async def _run_in_session(
-        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+        self,
+        request: RunRequest,
+        state: bytes | None,
+        max_state_bytes: int,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> tuple[RunResult, Any]: ...
 
 
@@ -54,14 +60,21 @@ class Session:
         """The names the state carries (known after the first successful run of this object)."""
         return self._names
 
-    async def run(self, request: RunRequest) -> RunResult:
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
         """Run ``request`` in a fresh child with the session's state; a successful run's
-        globals become the state (runs of one session take turns)."""
+        globals become the state (runs of one session take turns). A paused run commits
+        nothing; its resume (``resume=``, from the same state) commits as any run."""
         async with self._lock:
             result, state = await self._runtime._run_in_session(
-                request, self._state, self.max_state_bytes
+                request, self._state, self.max_state_bytes, resume, decisions
             )
-            if result.error is None and state is not None:
+            if result.ok and state is not None:  # a paused run commits nothing
                 self._state, self._names = state.blob, tuple(state.names)
             return result
 
@@ -90,9 +103,15 @@ class SessionRuntime:
         """The isolation level of the runtime the session runs on."""
         return self.inner.isolation
 
-    async def run(self, request: RunRequest) -> RunResult:
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
         """One run of the session, in a fresh child carrying the state."""
-        return await self.session.run(request)
+        return await self.session.run(request, resume=resume, decisions=decisions)
 
     async def aclose(self) -> None:
         """Nothing: the runtime's owner closes it."""

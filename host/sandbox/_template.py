@@ -42,8 +42,11 @@ class TemplateProcess:
         start_timeout: float = 30.0,
         run_uid: int | None = None,
         preload: tuple[str, ...] = (),
+        hash_seed: int = 0,
     ) -> None:
         self._python = python
+        self.hash_seed = hash_seed
+        """The template's (so every child's) hash seed: ``PYTHONHASHSEED``, 0 for a random one."""
         self._requested = isolation
         self._run_uid = run_uid
         self._preload = preload
@@ -87,7 +90,9 @@ class TemplateProcess:
             self._proc = subprocess.Popen(
                 [
                     self._python,
-                    "-I",
+                    # -I but for -E: the environment holds PYTHONHASHSEED alone
+                    "-s",
+                    "-P",
                     "-c",
                     _BOOT,
                     _ROOT,
@@ -97,7 +102,7 @@ class TemplateProcess:
                     ",".join(self._preload),
                 ],
                 pass_fds=(theirs.fileno(),),
-                env={},
+                env={"PYTHONHASHSEED": str(self.hash_seed)} if self.hash_seed else {},
                 cwd="/",
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
