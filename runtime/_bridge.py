@@ -171,8 +171,13 @@ class Bridge:
     def deliver_replayed(self, waiter: Any, value: Any, error: BaseException | None) -> None:
         """Give a recorded answer, through the waiter's loop (never at once, as a reply)."""
         if isinstance(waiter, _LoopWaiter):
-            if not waiter.loop.is_closed():
-                waiter.loop.call_soon_threadsafe(_settle_future, waiter.future, value, error)
+            loop = waiter.loop
+            if loop.is_closed():
+                return
+            if _running_loop() is loop:  # the asking loop: no wake-up through its self-pipe
+                loop.call_soon(_settle_future, waiter.future, value, error)
+            else:
+                loop.call_soon_threadsafe(_settle_future, waiter.future, value, error)
             return
         waiter.value, waiter.error, waiter.done = value, error, True
         if waiter.thread != threading.get_ident():
