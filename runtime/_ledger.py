@@ -95,6 +95,8 @@ class CallLedger:
         self._max = request.limits.max_journal_bytes
         #: Ends the run with this error (the backend's; set before the first call).
         self.stop: Callable[[RunError], None] = lambda error: None
+        self._old: tuple[JournalCall, ...] = ()  # a resumed journal's calls
+        self._new: list[tuple[int, str, bytes, bytes | None, CallFailure | None]] = []
         self._pending: dict[int, tuple[PendingCall, Decision | None]] = {}
         self._pending_seen: set[int] = set()
         self._recorded: dict[int, tuple[int, JournalCall]] = {}
@@ -114,7 +116,6 @@ class CallLedger:
             self.run_id = request.run_id or secrets.token_hex(8)
             self.seeds = Seeds(hash=hash_seed, random=secrets.randbits(62) + 1)
             self.replay: tuple[JournalCall, ...] = ()
-            self._calls: list[JournalCall] = []
             self._bytes = 0
             self._skip = 0
         else:
@@ -122,7 +123,7 @@ class CallLedger:
             self.run_id = resume.run_id
             self.seeds = Seeds(hash=hash_seed, random=resume.seeds.random)
             self.replay = resume.calls
-            self._calls = list(resume.calls)
+            self._old = resume.calls
             self._bytes = resume.size
             self._skip = resume.logs
             self._recorded = {call.seq: (i, call) for i, call in enumerate(resume.calls)}
@@ -241,23 +242,6 @@ class CallLedger:
             )
             return None
         self._executing += 1
-        try:
-            return await self._execute(seq, name, args, decoded, binding, approved, max_value)
-        finally:
-            self._executing -= 1
-            if self._pausing and self._executing == 0:
-                self._pause_now()
-
-    async def _execute(
-        self,
-        seq: int,
-        name: str,
-        args: bytes,
-        decoded: Any,
-        binding: Binding,
-        approved: bool,
-        max_value: int | None,
-    ) -> Settled | None:
         token = current_call.set(CallInfo(self.run_id, seq, approved))
         try:
             value = await binding(decoded)
@@ -266,8 +250,17 @@ class CallLedger:
             return None
         except Exception as exc:
             return self._record(seq, name, args, None, _failure_of(exc, name))
+        else:
+            return self._settle_value(seq, name, args, value, max_value)
         finally:
             current_call.reset(token)
+            self._executing -= 1
+            if self._pausing and self._executing == 0:
+                self._pause_now()
+
+    def _settle_value(
+        self, seq: int, name: str, args: bytes, value: Any, max_value: int | None
+    ) -> Settled | None:
         problem = json_problem(value)
         if problem is not None:
             self._fail(
@@ -289,18 +282,29 @@ class CallLedger:
     def _record(
         self, seq: int, name: str, args: bytes, value: bytes | None, failure: CallFailure | None
     ) -> Settled | None:
+        # kept as a tuple: the journal's structs are made once, by ``finish`` (a call's cost)
         if failure is None:
             assert value is not None
-            call = JournalCall(seq=seq, name=name, args=msgspec.Raw(args), value=msgspec.Raw(value))
+            size = len(name) + len(args) + len(value)
         else:
-            call = JournalCall(seq=seq, name=name, args=msgspec.Raw(args), error=failure)
-        size = call.size
+            size = len(name) + len(args) + len(failure.tool) + len(failure.message)
+            size += len(failure.code)
         if self._bytes + size > self._max:
             self._over(seq, name, size)
             return None
         self._bytes += size
-        self._calls.append(call)
+        self._new.append((seq, name, args, value, failure))
         return Settled(value, failure)
+
+    def _journal_calls(self) -> tuple[JournalCall, ...]:
+        """The journal's calls: the resumed journal's, then this run's, as they settled."""
+        made = tuple(
+            JournalCall(seq=seq, name=name, args=msgspec.Raw(args), value=msgspec.Raw(value))
+            if failure is None and value is not None
+            else JournalCall(seq=seq, name=name, args=msgspec.Raw(args), error=failure)
+            for seq, name, args, value, failure in self._new
+        )
+        return self._old + made
 
     # ---- replay ----------------------------------------------------------------------------
 
@@ -375,7 +379,7 @@ class CallLedger:
         self._fail(
             "output_limit",
             f"the journal passed max_journal_bytes ({self._max}): call {seq} ({name}) would add "
-            f"{size} bytes to its {self._bytes}; the journal keeps the {len(self._calls)} calls "
+            f"{size} bytes to its {self._bytes}; the journal keeps the {len(self._old) + len(self._new)} calls "
             "before it",
         )
 
@@ -420,7 +424,7 @@ class CallLedger:
             state_sha256=self._state_digest(completed=error is None and not pending),
             seeds=self.seeds,
             logs=self._skip + len(logs),
-            calls=tuple(self._calls),
+            calls=self._journal_calls(),
             pending=tuple(self._held),
         )
         value = result.value if error is None and not pending else msgspec.UNSET
