@@ -44,6 +44,16 @@ return [both, receipt]
 """
 
 
+#: Draws from ``random`` and a set's order before it calls: a replay must see the same.
+SEEDED = """\
+import random
+seen = [random.random(), list({"alpha", "beta", "gamma", "delta", "epsilon"}), hash("abc")]
+await tools.charge(amount=1, seen=seen)
+await tools.send_receipt(to="d")
+return seen + [random.random()]
+"""
+
+
 class Shop:
     """Tools that count how often each really ran; ``send_receipt`` holds until approved."""
 

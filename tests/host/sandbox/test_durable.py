@@ -12,7 +12,7 @@ import pytest
 
 from host.sandbox import SubprocessRuntime
 from runtime import Journal, JournalError, Limits, RunRequest, RunResult
-from tests.durable import CHARGE_THEN_RECEIPT, GATHER_THREE, SETTLE_ORDER, Shop
+from tests.durable import CHARGE_THEN_RECEIPT, GATHER_THREE, SEEDED, SETTLE_ORDER, Shop
 from tests.host.sandbox.conftest import settled
 
 pytestmark = pytest.mark.anyio
@@ -101,15 +101,6 @@ async def test_a_replay_answers_in_the_order_the_calls_settled(rt: SubprocessRun
     assert done.ok, done.error
     assert done.value == [[{"id": "ch_4", "amount": 10}, {"id": "ch_2", "amount": 20}], "sent to c"]
     assert shop.executed == {"charge": 4, "send_receipt": 1}
-
-
-SEEDED = """\
-import random
-seen = [random.random(), list({"alpha", "beta", "gamma", "delta", "epsilon"}), hash("abc")]
-await tools.charge(amount=1, seen=seen)
-await tools.send_receipt(to="d")
-return seen + [random.random()]
-"""
 
 
 async def test_random_and_set_order_are_the_same_on_replay(rt: SubprocessRuntime) -> None:
