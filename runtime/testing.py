@@ -7,7 +7,8 @@ and the same failure kinds where they apply. An awaiting program runs on the cal
 loop, or on an asyncio loop of its own in a worker thread under trio and in the sync call
 style. It contains nothing: no process, no limits but the wall budget and the output cap
 (``print`` is what it captures), no isolation whatever. Never run a program you do not trust
-with it.
+with it. Its runs keep journals and resume as every backend's do (the call ledger is the
+same), but it fixes no seed: its journals say hash seed 0, and ``random`` is the caller's.
 """
 
 from __future__ import annotations
