@@ -54,8 +54,9 @@ __all__ = (
 JOURNAL_FORMAT: Final = "dsh-code-journal"
 JOURNAL_VERSION: Final = 1
 
-#: What a resume does with a pending call: execute it ("allow") or refuse it ("deny").
-Decision = Literal["allow", "deny"]
+#: What a resume does with a pending call: execute it ("allow", or True) or refuse it
+#: ("deny", or False).
+Decision = Literal["allow", "deny"] | bool
 
 _decoder = msgspec.json.Decoder()
 _SUFFIX = re.compile(rb',"sha256":"([0-9a-f]{64})"\}\s*\Z')

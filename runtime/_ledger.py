@@ -51,7 +51,8 @@ _decoder = msgspec.json.Decoder()
 #: How long a recorded answer waits for the calls that settled before it to be asked again;
 #: past it, recorded answers are given as soon as asked (a replay that lost the order).
 PATIENCE_S = 0.5
-_DECISIONS = ("allow", "deny")
+#: Each decision, as the ledger keeps it.
+_DECISIONS: dict[Any, str] = {"allow": "allow", True: "allow", "deny": "deny", False: "deny"}
 
 
 class Settled(NamedTuple):
@@ -97,14 +98,13 @@ class CallLedger:
         self.stop: Callable[[RunError], None] = lambda error: None
         self._old: tuple[JournalCall, ...] = ()  # a resumed journal's calls
         self._new: list[tuple[int, str, bytes, bytes | None, CallFailure | None]] = []
-        self._pending: dict[int, tuple[PendingCall, Decision | None]] = {}
+        self._pending: dict[int, tuple[PendingCall, str | None]] = {}
         self._pending_seen: set[int] = set()
         self._recorded: dict[int, tuple[int, JournalCall]] = {}
         self._held: list[PendingCall] = []
         self._executing = 0
         self._pausing = False
         self._ended: Any = None  # an event of the caller's async library, made when needed
-        self._failed = False
         # the replay's order: a recorded call is answered once those that settled before it were
         self._issued: set[int] = set()
         self._turns: dict[int, Any] = {}
@@ -168,7 +168,7 @@ class CallLedger:
     @staticmethod
     def _decided(
         journal: Journal, decisions: Mapping[str, Decision]
-    ) -> dict[int, tuple[PendingCall, Decision | None]]:
+    ) -> dict[int, tuple[PendingCall, str | None]]:
         held = {call.call_id: call for call in journal.pending}
         for call_id, decision in decisions.items():
             if call_id not in held:
@@ -176,9 +176,15 @@ class CallLedger:
                     f"no pending call {call_id!r} in the journal (it holds: "
                     f"{', '.join(held) or 'none'})"
                 )
-            if decision not in _DECISIONS:
+            if type(decision) not in (str, bool) or decision not in _DECISIONS:
                 raise JournalError(f"a decision is 'allow' or 'deny', not {decision!r}")
-        return {call.seq: (call, decisions.get(call.call_id)) for call in journal.pending}
+        return {
+            call.seq: (
+                call,
+                _DECISIONS[decisions[call.call_id]] if call.call_id in decisions else None,
+            )
+            for call in journal.pending
+        }
 
     def _log_filter(self, on_log: Callable[[str], None] | None) -> Callable[[str], None] | None:
         """``on_log`` without the lines the replay writes again (the journal's ``logs``)."""
@@ -384,7 +390,6 @@ class CallLedger:
         )
 
     def _fail(self, kind: Any, message: str) -> None:
-        self._failed = True
         self.stop(RunError(kind=kind, message=message))
         if self._ended is not None:
             self._ended.set()

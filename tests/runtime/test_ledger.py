@@ -260,6 +260,13 @@ async def test_decisions_must_name_held_calls() -> None:
             resume=paused.journal,
             decisions={paused.pending[0].call_id: "yes"},
         )
+    with pytest.raises(JournalError, match="'allow' or 'deny'"):
+        await _run(
+            shop,
+            CHARGE_THEN_RECEIPT,
+            resume=paused.journal,
+            decisions={paused.pending[0].call_id: 1},
+        )
     with pytest.raises(JournalError, match="for a resumed run"):
         await _run(shop, CHARGE_THEN_RECEIPT, decisions={"x": "allow"})
     with pytest.raises(JournalError, match="takes a Journal"):
@@ -369,3 +376,18 @@ async def test_a_binding_sees_its_call_info_with_approval() -> None:
         )
     assert [(i.seq, i.approved) for i in seen] == [(1, False), (1, True)]
     assert seen[0].run_id == seen[1].run_id
+
+
+@pytest.mark.parametrize(
+    ("decision", "receipt"), [(True, "sent to a@example.com"), (False, "refused (DENIED)")]
+)
+async def test_a_decision_may_be_a_bool(decision: bool, receipt: str) -> None:
+    shop = Shop()
+    paused = await _run(shop, CHARGE_THEN_RECEIPT)
+    done = await _run(
+        shop,
+        CHARGE_THEN_RECEIPT,
+        resume=paused.journal,
+        decisions={paused.pending[0].call_id: decision},
+    )
+    assert done.value["receipt"] == receipt
