@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python -m benchmarks [--quick] [--out DIR] [--only SECTION,...]``.
 Sections: startup, calls, compute, budgets, preload, sessions, load, heap, output, flood,
-scale (all by default, in that order). ``--quick``
+scale, resume (all by default, in that order). ``--quick``
 is a small version (under about a minute); the full run takes several minutes.
 """
 
@@ -28,6 +28,7 @@ from benchmarks import (
     _load,
     _output,
     _preload,
+    _resume,
     _scale,
     _sessions,
     _startup,
@@ -49,6 +50,7 @@ SECTIONS: dict[str, Callable[[Config], Awaitable[Section]]] = {
     "output": _output.run,
     "flood": _flood.run,
     "scale": _scale.run,
+    "resume": _resume.run,
 }
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -106,8 +108,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="dsh-code benchmark harness: start-up, binding calls, compute, budgets, "
-        "preload, sessions, load, heap cap, output cap, floods, scale; pydantic-monty side by side "
-        "where installed.",
+        "preload, sessions, load, heap cap, output cap, floods, scale, resume; pydantic-monty "
+        "side by side where installed.",
     )
     parser.add_argument("--quick", action="store_true", help="a small version (< ~1 minute)")
     parser.add_argument(

@@ -26,10 +26,20 @@ if TYPE_CHECKING:
         current_call,
     )
     from runtime._errors import (
+        HoldCall,
         RuntimeClosedError,
         RuntimeEnvironmentError,
         RuntimeUsageError,
         ToolCallError,
+    )
+    from runtime._journal import (
+        CallFailure,
+        Decision,
+        Journal,
+        JournalCall,
+        JournalError,
+        PendingCall,
+        Seeds,
     )
     from runtime._json import json_problem
 
@@ -37,11 +47,18 @@ __all__ = (
     "FAILURE_KINDS",
     "AbortSignalLike",
     "Binding",
+    "CallFailure",
     "CallInfo",
     "CallStyle",
     "CodeRuntime",
+    "Decision",
     "FailureKind",
+    "HoldCall",
+    "Journal",
+    "JournalCall",
+    "JournalError",
     "Limits",
+    "PendingCall",
     "RunError",
     "RunRequest",
     "RunResult",
@@ -49,12 +66,26 @@ __all__ = (
     "RuntimeClosedError",
     "RuntimeEnvironmentError",
     "RuntimeUsageError",
+    "Seeds",
     "ToolCallError",
     "current_call",
     "json_problem",
 )
 
 _WHERE = {
+    "HoldCall": "runtime._errors",
+    **dict.fromkeys(
+        (
+            "CallFailure",
+            "Decision",
+            "Journal",
+            "JournalCall",
+            "JournalError",
+            "PendingCall",
+            "Seeds",
+        ),
+        "runtime._journal",
+    ),
     "RuntimeClosedError": "runtime._errors",
     "RuntimeEnvironmentError": "runtime._errors",
     "RuntimeUsageError": "runtime._errors",

@@ -93,6 +93,8 @@ class Bridge:
         self._wake = threading.local()  # a plain-calling thread's eventfd
         #: Reports a run failure and leaves (a call whose arguments are not lossless JSON).
         self.fail: Callable[[ChildFailureKind, str], NoReturn] = _no_reporter
+        #: A resumed run's answers to the calls its journal recorded (``runtime._replay``).
+        self.replayer: Any = None
 
     # ---- before the program: blocking reads of the host's frames --------------------------
 
@@ -158,9 +160,30 @@ class Bridge:
         with self._write_lock:  # ids go out in increasing order: the host checks that
             self._next_id += 1
             call_id = self._next_id
-            self._waiters[call_id] = waiter
-            self._write(encode_frame(Call(id=call_id, name=name, args=msgspec.Raw(raw))))
+            replayed = self.replayer is not None and self.replayer.records(call_id)
+            if not replayed:
+                self._waiters[call_id] = waiter
+                self._write(encode_frame(Call(id=call_id, name=name, args=msgspec.Raw(raw))))
+        if replayed:  # the journal answers it, here
+            self.replayer.ask(call_id, name, raw, waiter)
         return call_id
+
+    def deliver_replayed(self, waiter: Any, value: Any, error: BaseException | None) -> None:
+        """Give a recorded answer, through the waiter's loop (never at once, as a reply)."""
+        if isinstance(waiter, _LoopWaiter):
+            loop = waiter.loop
+            if loop.is_closed():
+                return
+            if _running_loop() is loop:  # the asking loop: no wake-up through its self-pipe
+                loop.call_soon(_settle_future, waiter.future, value, error)
+            else:
+                loop.call_soon_threadsafe(_settle_future, waiter.future, value, error)
+            return
+        waiter.value, waiter.error, waiter.done = value, error, True
+        if waiter.thread != threading.get_ident():
+            wake = _WAKE_FDS.get(waiter.thread)
+            if wake is not None:
+                os.eventfd_write(wake, 1)
 
     # ---- receiving --------------------------------------------------------------------------
 

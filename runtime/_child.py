@@ -53,6 +53,7 @@ from runtime._program import (
     run_async,
     run_sync,
 )
+from runtime._replay import prepare_replay
 from runtime._report import CountingFile, Reporter
 from runtime._wire import Compiled, Prepare, Ready, Start, State
 
@@ -355,6 +356,7 @@ def child_main(
         bridge.send(Ready())
         start: Start = bridge.read_first(Start)  # a child forked ahead of time waits here
         reporter.max_output = start.max_output_bytes
+        prepare_replay(start, bridge, reporter)
         namespace = _program_module(start, bridge, reporter)
         if start.keep_state:
             reporter.send_state = functools.partial(_send_state, start, namespace, reporter)

@@ -9,6 +9,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from runtime._journal import Decision, Journal, PendingCall
+
 __all__ = (
     "FAILURE_KINDS",
     "AbortSignalLike",
@@ -35,6 +37,7 @@ FailureKind = Literal[
     "aborted",
     "died",
     "state",
+    "replay_diverged",
 ]
 FAILURE_KINDS: tuple[str, ...] = typing.get_args(FailureKind)
 
@@ -55,6 +58,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     """Heap the program may grow by (private writable memory, RLIMIT_DATA)."""
     max_parallel_sub_calls: int = 10
     """Binding calls executing at once; 1 makes them serial."""
+    max_journal_bytes: int = 64 * 1024 * 1024
+    """Bytes of the run's journal: its calls' names, arguments and outcomes."""
 
     def __post_init__(self) -> None:
         for field in self.__struct_fields__:
@@ -75,6 +80,7 @@ _LIMIT_MAX: dict[str, int] = {
     "max_output_bytes": 2**62,
     "max_heap_mb": 2**42,  # 2**62 bytes: RLIMIT_DATA is a 64-bit byte count
     "max_parallel_sub_calls": 2**20,
+    "max_journal_bytes": 2**62,
 }
 
 CallStyle = Literal["async", "sync"]
@@ -118,6 +124,8 @@ class CallInfo(msgspec.Struct, frozen=True):
     run_id: str
     seq: int
     """1 for the program's first call, 2 for its second, ... in the order it issued them."""
+    approved: bool = False
+    """True for a held call that the resume of its run allowed: execute it without asking."""
 
     @property
     def call_id(self) -> str:
@@ -174,11 +182,20 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     value_is_repr: bool = False
     """``value`` is the ``repr()`` string of a trailing bare expression whose value is not JSON
     (a set, a tuple, a date, a DataFrame's shape), as Python's REPL would show it."""
+    journal: Journal | None = None
+    """The run's settled binding calls (and held ones): what ``run(..., resume=)`` replays."""
+    pending: tuple[PendingCall, ...] = ()
+    """The calls held when the run paused (empty: it did not pause)."""
 
     @property
     def ok(self) -> bool:
         """True when the program completed."""
-        return self.error is None
+        return self.error is None and not self.pending
+
+    @property
+    def paused(self) -> bool:
+        """True when the run paused on held calls (``pending``): not failed, resumable."""
+        return self.error is None and bool(self.pending)
 
     @property
     def has_value(self) -> bool:
@@ -186,8 +203,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return self.value is not msgspec.UNSET
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON shape ``{"value"?, "value_is_repr"?, "logs", "error"?, "state_dropped"?}``
-        (stats left out; ``value_is_repr`` only when true)."""
+        """The JSON shape ``{"value"?, "value_is_repr"?, "logs", "error"?, "state_dropped"?,
+        "pending"?}`` (stats and journal left out; ``value_is_repr`` only when true, ``pending``
+        only when the run paused)."""
         out: dict[str, Any] = {}
         if self.has_value:
             out["value"] = self.value
@@ -198,6 +216,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             out["error"] = msgspec.to_builtins(self.error)
         if self.state_dropped:
             out["state_dropped"] = dict(self.state_dropped)
+        if self.pending:
+            out["pending"] = msgspec.to_builtins(self.pending)
         return out
 
 
@@ -215,8 +235,17 @@ class CodeRuntime(Protocol):
         """A label for the execution substrate ("process", "namespaces")."""
         ...
 
-    async def run(self, request: RunRequest) -> RunResult:
-        """Run one program; raises only when the caller breaks the contract."""
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
+        """Run one program; raises only when the caller breaks the contract. ``resume``: the
+        journal of an earlier run of it to replay first (its recorded calls answered from it,
+        never executed again), ``decisions``: call id -> "allow" or "deny" for its held calls.
+        """
         ...
 
     async def aclose(self) -> None:

@@ -4,8 +4,11 @@ The tree::
 
     Exception
     ├── ToolCallError             raised *inside a program* when a binding call fails
+    ├── HoldCall                  raised *by a binding* to hold its call: the run pauses
     ├── RuntimeUsageError         raised to the *caller* who broke the runtime's contract
-    │   └── RuntimeClosedError    run() after aclose(): the runtime is no longer usable
+    │   ├── RuntimeClosedError    run() after aclose(): the runtime is no longer usable
+    │   └── JournalError          a journal that cannot be read, or does not fit the run
+    │                             that is to resume it (runtime._journal)
     └── RuntimeEnvironmentError   raised to the caller when *this machine* cannot give runs
                                   what the runtime needs or was asked for (the template does
                                   not start, a requested isolation level is unavailable); the
@@ -16,7 +19,13 @@ A run never raises for what the program did: those outcomes are ``RunResult.erro
 
 from __future__ import annotations
 
-__all__ = ("RuntimeClosedError", "RuntimeEnvironmentError", "RuntimeUsageError", "ToolCallError")
+__all__ = (
+    "HoldCall",
+    "RuntimeClosedError",
+    "RuntimeEnvironmentError",
+    "RuntimeUsageError",
+    "ToolCallError",
+)
 
 
 class ToolCallError(Exception):
@@ -33,6 +42,15 @@ class ToolCallError(Exception):
 
     def __reduce__(self) -> tuple[type[ToolCallError], tuple[str, str, str]]:
         return (type(self), (self.tool, self.message, self.code))
+
+
+class HoldCall(Exception):
+    """Raised by a binding to hold its call: the run ends as paused, with the call pending
+    (``reason`` says why) until a resume allows or refuses it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class RuntimeUsageError(Exception):

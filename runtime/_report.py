@@ -114,6 +114,8 @@ class Reporter:
         self.send_state: Any = None
         #: A session that keeps a failed run's names: the same, before an exception's report.
         self.send_failed_state: Any = None
+        #: A resumed run: fails it if the program skipped a call the journal recorded.
+        self.before_done: Any = None
 
     @staticmethod
     def encode_probe(value: Any) -> None:
@@ -222,6 +224,8 @@ class Reporter:
 
     def result(self, value: Any) -> NoReturn:
         """Report the program's result: lossless JSON within the output cap, in O(cap)."""
+        if self.before_done is not None:
+            self.before_done()
         if value is ABSENT:
             self._state()
             self.flush()

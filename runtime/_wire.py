@@ -36,7 +36,7 @@ CallStyle = Literal["async", "sync"]
 #: The failure kinds a child may report (the others are the host's to decide); ``parse`` only
 #: for a program the host left to the child to compile.
 ChildFailureKind = Literal[
-    "parse", "exception", "invalid_completion", "output_limit", "memory", "state"
+    "parse", "exception", "invalid_completion", "output_limit", "memory", "state", "replay_diverged"
 ]
 CHILD_FAILURES: tuple[str, ...] = typing.get_args(ChildFailureKind)
 
@@ -83,6 +83,10 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     keep_state: bool = False  # a session run: send the program's globals (State) before Done
     max_state_bytes: int = 0
     state_on_failure: bool = False  # also before an exception's or a bad result's Failed
+    random_seed: int = 0  # the seed of `random` (0: leave it as the fork left it)
+    #: A resumed run: the journal's settled calls (raw JSON list, in the order they settled),
+    #: which the child answers itself as the program asks them again.
+    replay: msgspec.Raw = msgspec.Raw(b"[]")
 
 
 class Reply(msgspec.Struct, tag=True, frozen=True):

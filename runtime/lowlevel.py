@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from runtime._checks import check_request
     from runtime._contain import searchable_by
     from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
+    from runtime._ledger import CallLedger, Settled
     from runtime._procs import (
         ProcStat,
         children,
@@ -54,6 +55,7 @@ __all__ = (
     "HEADER",
     "MAX_DEPTH",
     "Call",
+    "CallLedger",
     "ChildFailureKind",
     "ChildMessage",
     "Compiled",
@@ -69,6 +71,7 @@ __all__ = (
     "Ready",
     "Reply",
     "ReplyError",
+    "Settled",
     "Start",
     "State",
     "TemplateConfig",
@@ -94,6 +97,8 @@ _HOMES = {
     "BUDGET_KINDS": "_budgets",
     "watch_request": "_budgets",
     "check_request": "_checks",
+    "CallLedger": "_ledger",
+    "Settled": "_ledger",
     "searchable_by": "_contain",
     "MAX_DEPTH": "_json",
     "JsonTooLarge": "_json",

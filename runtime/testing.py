@@ -7,7 +7,8 @@ and the same failure kinds where they apply. An awaiting program runs on the cal
 loop, or on an asyncio loop of its own in a worker thread under trio and in the sync call
 style. It contains nothing: no process, no limits but the wall budget and the output cap
 (``print`` is what it captures), no isolation whatever. Never run a program you do not trust
-with it.
+with it. Its runs keep journals and resume as every backend's do (the call ledger is the
+same), but it fixes no seed: its journals say hash seed 0, and ``random`` is the caller's.
 """
 
 from __future__ import annotations
@@ -16,20 +17,21 @@ import asyncio
 import builtins
 import functools
 import itertools
-import secrets
 import threading
 import time
 import traceback
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
 
 from runtime._checks import check_request
-from runtime._contract import CallInfo, RunError, RunRequest, RunResult, RunStats, current_call
+from runtime._contract import RunError, RunRequest, RunResult, RunStats
 from runtime._errors import RuntimeClosedError, ToolCallError
+from runtime._journal import Decision, Journal
 from runtime._json import JsonTooLarge, bare_repr, json_problem
+from runtime._ledger import CallLedger
 from runtime._program import (
     ABSENT,
     FILENAME,
@@ -100,14 +102,25 @@ class InProcessRuntime:
         """Later runs raise ``RuntimeClosedError``."""
         self._closed = True
 
-    async def run(self, request: RunRequest) -> RunResult:
-        """Run one program here; resolves with the result whatever the program did."""
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
+        """Run one program here; resolves with the result whatever the program did
+        (``resume``: replay a journal first, as every backend does; see ``CodeRuntime``)."""
         if self._closed:
             raise RuntimeClosedError("this InProcessRuntime is closed")
         check_request(request)  # the caller's mistakes, as every real backend rejects them
+        ledger = CallLedger(request, resume=resume, decisions=decisions)
+        return ledger.finish(await self._run(request, ledger))
+
+    async def _run(self, request: RunRequest, ledger: CallLedger) -> RunResult:
         self.runs += 1
         started = time.monotonic()
-        logs = _Logs(request.limits.max_output_bytes, request.on_log)
+        logs = _Logs(request.limits.max_output_bytes, ledger.on_log)
         try:
             code = compile_program(request.program, request.policy)
         except ProgramRejected as exc:
@@ -119,11 +132,21 @@ class InProcessRuntime:
             )
             return self._result(logs, ABSENT, error, started)
         loop = _Loop()
-        namespace = self._module(request, logs, loop)
+        stopped: list[RunError] = []
+
+        def stop(error: RunError) -> None:
+            if not stopped:
+                stopped.append(error)
+                loop.cancel_work()
+
+        ledger.stop = stop
+        namespace = self._module(request, logs, loop, ledger)
         try:
             value = await loop.within(
                 request.limits.max_wall_ms / 1000, self._execute(code, namespace, request, loop)
             )
+        except _Stopped:
+            return self._result(logs, ABSENT, stopped[0], started)
         except TimeoutError:
             message = f"the run passed its wall-clock budget of {request.limits.max_wall_ms} ms"
             return self._result(
@@ -171,20 +194,21 @@ class InProcessRuntime:
             return self._result(logs, ABSENT, error, started)
         return self._result(logs, value, None, started)
 
-    def _module(self, request: RunRequest, logs: _Logs, loop: _Loop) -> dict[str, Any]:
+    def _module(
+        self, request: RunRequest, logs: _Logs, loop: _Loop, ledger: CallLedger
+    ) -> dict[str, Any]:
         namespace = types.ModuleType("__main__").__dict__
         own = dict(_helpers)
         own["print"] = logs.print
         namespace.update(__file__=FILENAME, __builtins__=own)
         namespace.update(request.inputs)
-        run_id = request.run_id or secrets.token_hex(8)
         seq = itertools.count(1)  # calls numbered in the order the program issues them
         for name, binding in request.bindings.items():
             *path, leaf = name.split(".")
             holder: dict[str, Any] = namespace
             for part in path:
                 holder = holder.setdefault(part, _Namespace(part)).__dict__
-            holder[leaf] = _bind(name, binding, request.call_style, loop, (run_id, seq))
+            holder[leaf] = _bind(name, binding, request.call_style, loop, (ledger, seq))
         if request.policy == "restricted":  # the policy's run-time guards, as in the child
             from runtime._restricted import restricted_globals
 
@@ -235,15 +259,40 @@ class _Loop:
 
             self.trio_token = trio.lowlevel.current_trio_token()
         self.thread = threading.get_ident()
+        self._cancel: Callable[[], object] | None = None
+        self._cancelled = False
+
+    def cancel_work(self) -> None:
+        """Stop the work ``within`` is waiting for: it raises ``_Stopped``."""
+        self._cancelled = True
+        if self._cancel is not None:
+            self._cancel()
 
     async def within(self, seconds: float, work: Awaitable[Any]) -> Any:
-        """``work``'s value; ``TimeoutError`` after ``seconds``."""
+        """``work``'s value; ``TimeoutError`` after ``seconds``, ``_Stopped`` once
+        ``cancel_work`` was called."""
         if self.asyncio is not None:
-            return await asyncio.wait_for(work, seconds)
+            task = asyncio.ensure_future(work)
+            self._cancel = task.cancel
+            try:
+                return await asyncio.wait_for(task, seconds)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if self._cancelled and (current is None or not current.cancelling()):
+                    raise _Stopped from None  # ours, not the caller's
+                raise
+            finally:
+                self._cancel = None
         import trio
 
         with trio.move_on_after(seconds):
-            return await work
+            with trio.CancelScope() as scope:
+                self._cancel = scope.cancel
+                try:
+                    return await work
+                finally:
+                    self._cancel = None
+            raise _Stopped
         raise TimeoutError
 
     async def in_thread(self, func: Callable[..., Any], *args: Any) -> Any:
@@ -306,6 +355,10 @@ def _is_cancellation(exc: BaseException) -> bool:
     return isinstance(exc, asyncio.CancelledError) or type(exc).__name__ == "Cancelled"
 
 
+class _Stopped(BaseException):
+    """The run's ledger stopped it (a held call, a replay that diverged, a full journal)."""
+
+
 class _Raised(BaseException):
     """Carries the program's own exception past ``wait_for`` (which would take a
     ``CancelledError`` or ``SystemExit`` of the program for its own)."""
@@ -334,7 +387,7 @@ def _bind(
     binding: Callable[[Any], Awaitable[Any]],
     style: str,
     loop: _Loop,
-    ids: tuple[str, itertools.count[int]],
+    ids: tuple[CallLedger, itertools.count[int]],
 ) -> Any:
     def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not args:
@@ -343,25 +396,23 @@ def _bind(
             return args[0]
         raise TypeError(f"{name}() takes keyword arguments (or one dict of them)")
 
-    async def call(args: Any, info: CallInfo) -> Any:
+    ledger = ids[0]
+
+    async def call(args: Any, seq: int) -> Any:
         problem = json_problem(args)
         if problem is not None:
             raise TypeError(f"the arguments of binding {name} are not lossless JSON: {problem}")
-        token = current_call.set(info)
-        try:
-            return await binding(args)
-        except ToolCallError:
-            raise
-        except Exception as exc:
-            code = getattr(exc, "code", None)
-            raise ToolCallError(
-                name, str(exc), code if isinstance(code, str) else "TOOL_ERROR"
-            ) from None
-        finally:
-            current_call.reset(token)
+        settled = await ledger.serve(seq, name, msgspec.json.encode(args), binding)
+        if settled is None:  # held, or the run stopped: no answer, ever
+            await ledger.wait_end()
+            raise _Stopped
+        if settled.failure is not None:
+            failure = settled.failure
+            raise ToolCallError(failure.tool, failure.message, failure.code)
+        return msgspec.json.decode(settled.value or b"null")
 
     def issue() -> Callable[[Any], Awaitable[Any]]:  # numbered when issued, not answered
-        return functools.partial(call, info=CallInfo(ids[0], next(ids[1])))
+        return functools.partial(call, seq=next(ids[1]))
 
     if style == "sync":
 

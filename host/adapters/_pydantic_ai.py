@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from pydantic import TypeAdapter
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
@@ -22,7 +20,7 @@ from host.adapters._steps import make_limits
 
 if TYPE_CHECKING:
     from host.sandbox import Session
-    from runtime import Limits, RunResult
+    from runtime import Decision, Journal, Limits, RunResult
 
 __all__ = ("DshCodeToolset",)
 
@@ -33,6 +31,8 @@ class _RunCodeArgs(TypedDict):
 
 _ARGS = TypeAdapter(_RunCodeArgs)
 _ids = itertools.count(1)
+#: Paused runs a toolset keeps for their approval (the oldest go first).
+_PAUSED_KEPT = 256
 
 _DESCRIPTION = """Run a Python program in a fresh sandboxed process and return its result.
 
@@ -57,21 +57,14 @@ class _InnerError(Exception):
 
 
 @dataclass
-class _Approval:
-    """A call of the program waiting for a person."""
-
-    tool: str
-    args: dict[str, Any]
-
-
-@dataclass
 class DshCodeToolset(WrapperToolset[Any]):
     """Offer the wrapped toolset's tools to the model as one ``run_code`` tool (code mode).
 
     The program calls them as ``await tools.x(...)``; every call goes through pydantic-ai's
     own tool execution (validation, ``ModelRetry``, approvals): a call needing approval
-    stops the program and defers ``run_code`` (``DeferredToolRequests``), and once
-    approved the program runs again with that call allowed. Variables persist across
+    pauses the program and defers ``run_code`` (``DeferredToolRequests``), and once
+    approved the program resumes by replay: its earlier calls are answered from the run's
+    journal (none runs again) and the approved call runs. Variables persist across
     ``run_code`` calls of one agent run (a session per run). A failed program is a
     ``ModelRetry``, so the model reads its traceback and tries again.
     """
@@ -82,7 +75,8 @@ class DshCodeToolset(WrapperToolset[Any]):
     max_state_bytes: int = 64 * 1024 * 1024
     runtime_options: Mapping[str, Any] = field(default_factory=dict)
     _session: Session | None = field(default=None, repr=False)
-    _approved: dict[str, list[tuple[str, str]]] = field(default_factory=dict, repr=False)
+    _paused: dict[str, tuple[Journal, bytes]] = field(default_factory=dict, repr=False)
+    """Paused runs by ``run_code`` call id: the journal, and the state the run started from."""
 
     @classmethod
     def over(
@@ -156,11 +150,11 @@ class DshCodeToolset(WrapperToolset[Any]):
             ]
         )
         call_id = ctx.tool_call_id or ""
-        approved = self._approved.pop(call_id, []) if ctx.tool_call_approved else []
-        waiting: list[_Approval] = []
-        stop = anyio.Event()
+        paused = self._paused.pop(call_id, None) if ctx.tool_call_approved else None
+        if paused is not None and paused[0].program != tool_args["code"]:
+            paused = None  # approved with other code (override_args): a run of its own
         bindings = {
-            f"tools.{escaped}": self._binding(manager, original, approved, waiting, stop)
+            f"tools.{escaped}": self._binding(manager, original)
             for escaped, original in names.items()
         }
         request = RunRequest(
@@ -176,28 +170,33 @@ class DshCodeToolset(WrapperToolset[Any]):
                 max_parallel_sub_calls=None,
             ),
             call_style="async",
-            abort=stop,
         )
-        result = await (await self._get_session()).run(request)
-        if waiting:
-            self._approved[call_id] = [(w.tool, _key(w.args)) for w in waiting]
-            raise ApprovalRequired(
-                metadata={"calls": [{"tool": w.tool, "args": w.args} for w in waiting]}
-            )
+        session = await self._get_session(paused[1] if paused is not None else None)
+        started_from = session.state
+        if paused is None:
+            result = await session.run(request)
+        else:  # approved: replay the run, its held calls allowed
+            journal = paused[0]
+            allow: dict[str, Decision] = {held.call_id: "allow" for held in journal.pending}
+            result = await session.run(request, resume=journal, decisions=allow)
+        if result.paused and result.journal is not None:
+            self._paused[call_id] = (result.journal, started_from)
+            while len(self._paused) > _PAUSED_KEPT:
+                del self._paused[next(iter(self._paused))]
+            calls = [
+                {"tool": names.get(held.name.split(".", 1)[-1], held.name), "args": held.args}
+                for held in result.pending
+            ]
+            raise ApprovalRequired(metadata={"calls": calls})
         return _answer(result)
 
-    def _binding(
-        self,
-        manager: ToolManager[Any],
-        tool: str,
-        approved: list[tuple[str, str]],
-        waiting: list[_Approval],
-        stop: anyio.Event,
-    ) -> Any:
+    def _binding(self, manager: ToolManager[Any], tool: str) -> Any:
         async def call(args: Any) -> Any:
+            from runtime import HoldCall, current_call
+
             kwargs = args if isinstance(args, dict) else {}
-            key = (tool, _key(kwargs))
-            allowed = key in approved
+            info = current_call.get()
+            allowed = info is not None and info.approved  # a person approved it: resumed
             part = ToolCallPart(tool_name=tool, args=kwargs, tool_call_id=f"dsh-code-{next(_ids)}")
             try:
                 value = await manager.handle_call(
@@ -208,9 +207,7 @@ class DshCodeToolset(WrapperToolset[Any]):
                     raise _InnerError(
                         tool, "the tool defers its call: not in code mode", "DENIED"
                     ) from exc
-                waiting.append(_Approval(tool, dict(kwargs)))
-                stop.set()  # the program stops here; it runs again once approved
-                raise _InnerError(tool, "waiting for approval", "DENIED") from exc
+                raise HoldCall(f"{tool} needs a person's approval") from exc  # the run pauses
             except ModelRetry as exc:
                 raise _InnerError(tool, exc.message, "TOOL_ERROR") from exc
             except Exception as exc:
@@ -225,17 +222,15 @@ class DshCodeToolset(WrapperToolset[Any]):
 
         return call
 
-    async def _get_session(self) -> Session:
-        if self._session is None:
+    async def _get_session(self, state: bytes | None = None) -> Session:
+        """This agent run's session (``state``: resume one from the state a paused run began
+        with; a paused run committed nothing)."""
+        if self._session is None or state is not None:
             from host.adapters import shared_runtime
 
             runtime = await shared_runtime(**self.runtime_options)
-            self._session = runtime.session(max_state_bytes=self.max_state_bytes)
+            self._session = runtime.session(state=state, max_state_bytes=self.max_state_bytes)
         return self._session
-
-
-def _key(args: Mapping[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, default=str)
 
 
 def _to_json(value: Any) -> Any:

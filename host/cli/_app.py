@@ -43,15 +43,13 @@ from host.cli._options import (
     WallMsOption,
 )
 from host.cli._output import (
-    is_terminal,
     report_usage,
     reset_json,
-    result_stream,
     stdout_to_stderr,
-    write_json,
     write_result,
 )
 from host.cli._repl_command import repl
+from host.cli._resume import resume
 from host.cli._session_log import LogFileError, SessionLog
 from host.cli._setup import (
     CALL_STYLES,
@@ -66,7 +64,7 @@ from host.cli._setup import (
     read_program,
     unwrap_usage,
 )
-from host.cli._signals import STOPPER, current_stopper, exit_code_for
+from host.cli._signals import STOPPER, current_stopper
 
 __all__ = ("STOPPER", "app")
 
@@ -162,17 +160,19 @@ def run(
     ray: RayOption = None,
     session_file: SessionOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    journal: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Write the run's journal, mode 0600 (a paused run continues with resume FILE).",
+        ),
+    ] = None,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
-    from host.cli._run import (
-        RunOutcome,
-        RunPlan,
-        aborted_json,
-        execute,
-        load_state,
-        save_state,
-        state_hint,
-    )
+    from host.cli._journal_file import RunSettings
+    from host.cli._launch import launch
+    from host.cli._resume import checked_journal
+    from host.cli._run import RunPlan, load_state
 
     reset_json()
     stopper = current_stopper()
@@ -184,6 +184,30 @@ def run(
     if session_file is not None and ray is not None:
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
+    settings = None
+    if journal is not None:
+        checked_journal(journal)
+        settings = RunSettings(
+            bindings=[str(path.resolve()) for path in bindings],
+            mcp=list(mcp),
+            mcp_config=str(mcp_config.resolve()) if mcp_config is not None else None,
+            mcp_timeout_ms=mcp_timeout_ms,
+            compute_ms=compute_ms,
+            wall_ms=wall_ms,
+            max_output_bytes=max_output_bytes,
+            max_heap_mb=max_heap_mb,
+            max_parallel_sub_calls=max_parallel_sub_calls,
+            max_tool_calls=max_tool_calls,
+            policy=policy,
+            call_style=call_style,
+            isolation=isolation,
+            max_processes=max_processes,
+            no_cgroups=no_cgroups,
+            preload=list(preload),
+            ray=ray,
+            session=str(session_file.resolve()) if session_file is not None else None,
+            max_state_bytes=max_state_bytes,
+        )
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
@@ -217,86 +241,14 @@ def run(
         runtime_options,
         state,
         mcp_start_timeout_ms,
+        journal=journal,
+        settings=settings,
     )
-    outcome = RunOutcome()
-
-    def emit(obj: dict[str, Any]) -> None:
-        if json_output:
-            write_json(obj)
-
-    stopper.on_hard_exit = lambda signum: emit(aborted_json(outcome.logs, signum))
-    failure: UsageFailure | None = None
-    try:
-        with stdout_to_stderr(), stopper.event_loop():
-            anyio.run(execute, plan, stopper, outcome)
-    except BaseException as exc:
-        failure = unwrap_usage(exc)
-        if failure is None:
-            raise
-    finally:
-        stopper.on_hard_exit = None
-        stopper.settle()  # what follows only reports the run
-        log_error = session.close() if session is not None else None
-    if failure is not None:
-        raise failure
-    if log_error is not None:
-        sys.stderr.write(f"dsh-code: {log_error}\n")
-    save_error = save_state(state, outcome)
-    if save_error is not None:
-        sys.stderr.write(f"dsh-code: {save_error}\n")
-    hint = state_hint(outcome.result.error if outcome.result else None, session_file)
-    if hint is not None and not json_output:
-        sys.stderr.write(hint + "\n")
-    _report(outcome, json_output, log_error, emit, save_error)
-
-
-def _report(
-    outcome: Any, json_output: bool, log_error: str | None, emit: Any, save_error: str | None
-) -> None:
-    from host.cli._run import aborted_json, render_dropped, render_failure, render_value
-
-    result, signum = outcome.result, outcome.signum
-    if result is None:
-        assert signum is not None  # the loop ends without a result only when a signal stopped it
-        sys.stderr.write(f"dsh-code: interrupted by {_name(signum)} before the run started\n")
-        emit(aborted_json(outcome.logs, signum, started=False))
-        raise typer.Exit(exit_code_for(signum))
-    if signum is not None and result.error is not None and result.error.kind == "aborted":
-        import msgspec
-
-        reason = f"interrupted by {_name(signum)}"
-        result = msgspec.structs.replace(
-            result, error=msgspec.structs.replace(result.error, message=reason)
-        )
-    if json_output:
-        obj = result.to_json()
-        if log_error is not None:
-            obj["log_error"] = log_error
-        if save_error is not None:
-            obj["session_error"] = save_error
-        emit(obj)
-    else:
-        terminal = is_terminal(result_stream())
-        if result.error is None:
-            if result.has_value:
-                shown = render_value(result.value, terminal=terminal, is_repr=result.value_is_repr)
-                write_result(shown + "\n")
-            if result.state_dropped:
-                sys.stderr.write(render_dropped(result.state_dropped) + "\n")
-        else:
-            sys.stderr.write(render_failure(result.error, terminal=is_terminal(sys.stderr)) + "\n")
-    if signum is not None:
-        raise typer.Exit(exit_code_for(signum))
-    raise typer.Exit(EXIT_OK if result.ok and save_error is None else EXIT_FAILED)
-
-
-def _name(signum: int) -> str:
-    from host.cli._signals import signal_name
-
-    return signal_name(signum)
+    launch(plan, json_output=json_output, session_file=session_file)
 
 
 app.command("repl")(_usage_errors(repl))
+app.command("resume")(_usage_errors(resume))
 
 
 @app.command()

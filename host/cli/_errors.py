@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ("EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageFailure")
+__all__ = ("EXIT_FAILED", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE", "UsageFailure")
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+#: The run paused on held calls (sysexits' EX_TEMPFAIL: not failed, to be continued).
+EXIT_PAUSED: Final = 75
 
 
 class UsageFailure(Exception):

@@ -24,13 +24,15 @@ from host.cli._setup import RuntimeOptions, make_registry
 from host.cli._signals import Stopper, abort_notice, signal_name
 from host.codemode import CodeMode, CodeModeConfig
 from host.sandbox._session import SessionRuntime
-from host.tools import AbortController, Deny, ToolRegistry, ToolResult
+from host.tools import AbortController, Deny, Pause, ToolRegistry, ToolResult
 from runtime import CodeRuntime, RunError, RunResult, RunStats
 
 if TYPE_CHECKING:
     from host.cli._bindings import Bindings
+    from host.cli._journal_file import RunSettings
     from host.mcp import McpServerSpec
     from host.sandbox import Session
+    from runtime import Decision, Journal
 
 __all__ = (
     "RunOutcome",
@@ -136,6 +138,12 @@ class RunPlan:
     runtime: RuntimeOptions
     state: SessionPlan | None = None
     mcp_start_timeout_ms: int = MCP_START_TIMEOUT_MS
+    journal: Path | None = None
+    """``--journal FILE``: where the run's journal goes (and an unanswerable ask pauses)."""
+    settings: RunSettings | None = None
+    """What the journal file keeps of the flags, for ``resume``."""
+    resume: tuple[Journal, dict[str, Decision]] | None = None
+    """``resume``: the journal to replay, and the decisions for its held calls."""
 
 
 @dataclass
@@ -175,11 +183,16 @@ def no_terminal_denial(decision: Any) -> Deny:
 
 
 class _Asker:
-    """Answers ``ask`` decisions: --yes/--no, else a prompt at a terminal, else no."""
+    """Answers ``ask`` decisions: --yes/--no, else a prompt at a terminal, else no. With a
+    journal (``can_pause``) nobody at a terminal, or an answer ``p``, holds the call: the run
+    pauses, to be continued by ``dsh-code resume``."""
 
-    def __init__(self, decide: bool | None, display: Display | None) -> None:
+    def __init__(
+        self, decide: bool | None, display: Display | None, can_pause: bool = False
+    ) -> None:
         self.decide = decide
         self.display = display
+        self.can_pause = can_pause
         self.lock: anyio.Lock | None = None
         self.scopes: set[anyio.CancelScope] = set()
         self.stopped = False
@@ -190,18 +203,20 @@ class _Asker:
         for scope in self.scopes:
             scope.cancel()
 
-    async def __call__(self, call: Any, decision: Any) -> bool | Deny:
+    async def __call__(self, call: Any, decision: Any) -> bool | Deny | Pause:
         if self.decide is not None:
             return self.decide
         if self.stopped:
             return False
         if not can_ask():
+            if self.can_pause:
+                return Pause("nobody at a terminal to answer: approve it with dsh-code resume")
             return no_terminal_denial(decision)
         if self.lock is None:
             self.lock = anyio.Lock()
         prompt = getattr(decision, "prompt", "") or ""
         question = f"{prompt} — allow {call.name}?" if prompt else f"allow {call.name}?"
-        answer = False
+        answer: bool | Pause = False
         with anyio.CancelScope() as scope:
             self.scopes.add(scope)
             try:
@@ -213,14 +228,18 @@ class _Asker:
                             answer = await self._ask(question)
             finally:
                 self.scopes.discard(scope)
-        return answer and not self.stopped
+        return False if self.stopped else answer
 
-    async def _ask(self, question: str) -> bool:
-        def prompt() -> bool:
-            sys.stderr.write(f"{for_terminal(question)} [y/N]: ")
+    async def _ask(self, question: str) -> bool | Pause:
+        choices = "[y/N/p]" if self.can_pause else "[y/N]"
+
+        def prompt() -> bool | Pause:
+            sys.stderr.write(f"{for_terminal(question)} {choices}: ")
             sys.stderr.flush()
-            line = sys.stdin.readline()
-            return line.strip().lower() in ("y", "yes")
+            line = sys.stdin.readline().strip().lower()
+            if self.can_pause and line in ("p", "pause"):
+                return Pause("paused at the terminal: approve it with dsh-code resume")
+            return line in ("y", "yes")
 
         # A thread blocked on the terminal cannot be interrupted: a signal abandons it.
         return await anyio.to_thread.run_sync(prompt, abandon_on_cancel=True)
@@ -230,7 +249,7 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
     """Run the plan; a first signal aborts the run (or its start), and everything is cleaned up."""
     controller = AbortController()
     display = None if plan.json_output else Display(result_stream(), sys.stderr, status=True)
-    asker = _Asker(plan.decide, display)
+    asker = _Asker(plan.decide, display, can_pause=plan.journal is not None)
     started = [False]
 
     with anyio.CancelScope() as everything:
@@ -274,7 +293,7 @@ async def _run_program(
     if plan.state is None:
         codemode = CodeMode(registry, runtime, plan.config)
         outcome.result = await run_with_display(
-            codemode, plan.source, controller, display, outcome.logs, plan.session
+            codemode, plan.source, controller, display, outcome.logs, plan.session, plan.resume
         )
         return
     failed = plan.state.too_big()
@@ -284,9 +303,9 @@ async def _run_program(
     session = open_session(runtime, plan.state)
     codemode = CodeMode(registry, SessionRuntime(runtime, session), plan.config)
     outcome.result = await run_with_display(
-        codemode, plan.source, controller, display, outcome.logs, plan.session
+        codemode, plan.source, controller, display, outcome.logs, plan.session, plan.resume
     )
-    if outcome.result.error is None:
+    if outcome.result.ok:
         outcome.state = session.state
 
 
@@ -297,8 +316,10 @@ async def run_with_display(
     display: Display | None,
     logs: list[str],
     session: SessionLog | None = None,
+    resume: tuple[Journal, dict[str, Decision]] | None = None,
 ) -> RunResult:
-    """Run ``source`` through code mode: logs shown live (and kept), a status line, the log."""
+    """Run ``source`` through code mode: logs shown live (and kept), a status line, the log
+    (``resume``: replay a journal of it first)."""
     config, registry = codemode.config, codemode.registry
     started = time.monotonic()
     state: dict[str, Any] = {"stats": None, "calls": 0}
@@ -345,6 +366,8 @@ async def run_with_display(
             on_log=on_log,
             on_call=on_call,
             on_progress=on_progress,
+            resume=resume[0] if resume is not None else None,
+            decisions=resume[1] if resume is not None else None,
         )
         group.cancel_scope.cancel()
     if display is not None:

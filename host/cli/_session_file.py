@@ -1,4 +1,5 @@
-"""``--session FILE``: a session's state kept in a file between invocations.
+"""``--session FILE``: a session's state kept in a file between invocations (and the same
+safe reading and writing for ``--journal FILE``: ``what`` names the file in messages).
 
 The file holds the opaque blob a session's last successful run left; this process reads
 and writes its bytes and never unpickles them (only a run's child loads a state). It is
@@ -29,31 +30,31 @@ class SessionFileError(Exception):
     one, the reason the state could not be saved)."""
 
 
-def check_session_file(path: Path) -> None:
+def check_session_file(path: Path, what: str = "session file") -> None:
     """Fail now if the state could not be saved at ``path`` later (its folder must exist and
     be writable; the path must not be a symbolic link or a directory)."""
     folder = path.parent
     if not folder.is_dir():
-        raise SessionFileError(f"the session file's folder {folder} does not exist")
+        raise SessionFileError(f"the {what}'s folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise SessionFileError(f"cannot write the session file {path}: its folder is read-only")
+        raise SessionFileError(f"cannot write the {what} {path}: its folder is read-only")
     with contextlib.suppress(FileNotFoundError):
-        _check_kind(path, os.lstat(path).st_mode)
+        _check_kind(path, os.lstat(path).st_mode, what)
 
 
-def _check_kind(path: Path, mode: int) -> None:
+def _check_kind(path: Path, mode: int, what: str) -> None:
     if stat.S_ISLNK(mode):
-        raise SessionFileError(f"the session file {path} is a symbolic link; refusing to follow it")
+        raise SessionFileError(f"the {what} {path} is a symbolic link; refusing to follow it")
     if stat.S_ISDIR(mode):
-        raise SessionFileError(f"the session file {path} is a directory; give a file name")
+        raise SessionFileError(f"the {what} {path} is a directory; give a file name")
     if not stat.S_ISREG(mode):
-        raise SessionFileError(f"the session file {path} is not a regular file")
+        raise SessionFileError(f"the {what} {path} is not a regular file")
 
 
-def read_session_file(path: Path, max_bytes: int) -> bytes | None:
+def read_session_file(path: Path, max_bytes: int, what: str = "session file") -> bytes | None:
     """The state in ``path`` (None when there is no file yet: a new session). A file over
     ``max_bytes`` gives its first ``max_bytes + 1`` bytes (the caller fails the run)."""
-    check_session_file(path)
+    check_session_file(path, what)
     try:
         fd = os.open(path, _READ)
     except FileNotFoundError:
@@ -61,13 +62,11 @@ def read_session_file(path: Path, max_bytes: int) -> bytes | None:
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # a link planted since the check
             raise SessionFileError(
-                f"the session file {path} is a symbolic link; refusing to follow it"
+                f"the {what} {path} is a symbolic link; refusing to follow it"
             ) from None
-        raise SessionFileError(
-            f"cannot read the session file {path}: {exc.strerror or exc}"
-        ) from None
+        raise SessionFileError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
     try:
-        _check_kind(path, os.fstat(fd).st_mode)
+        _check_kind(path, os.fstat(fd).st_mode, what)
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:
@@ -78,21 +77,19 @@ def read_session_file(path: Path, max_bytes: int) -> bytes | None:
             size += len(chunk)
         return b"".join(chunks)
     except OSError as exc:
-        raise SessionFileError(
-            f"cannot read the session file {path}: {exc.strerror or exc}"
-        ) from None
+        raise SessionFileError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
 
 
-def write_session_file(path: Path, state: bytes) -> None:
+def write_session_file(
+    path: Path, state: bytes, what: str = "session file", saving: str = "save the session to"
+) -> None:
     """Replace ``path`` with a new file holding ``state`` (mode 0600, atomically)."""
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise SessionFileError(
-            f"cannot save the session to {path}: {exc.strerror or exc}"
-        ) from None
+        raise SessionFileError(f"cannot {saving} {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as out:  # mkstemp: O_EXCL, O_NOFOLLOW, mode 0600
             out.write(state)
@@ -100,15 +97,13 @@ def write_session_file(path: Path, state: bytes) -> None:
             os.fsync(out.fileno())
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISDIR(os.lstat(path).st_mode):  # rename would fail less clearly
-                raise SessionFileError(f"the session file {path} is a directory; give a file name")
+                raise SessionFileError(f"the {what} {path} is a directory; give a file name")
         os.replace(temporary, path)  # a symbolic link at path is replaced, not followed
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         if isinstance(exc, OSError):
-            raise SessionFileError(
-                f"cannot save the session to {path}: {exc.strerror or exc}"
-            ) from None
+            raise SessionFileError(f"cannot {saving} {path}: {exc.strerror or exc}") from None
         raise
     _sync_folder(path.parent)
 

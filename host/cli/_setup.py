@@ -61,6 +61,8 @@ class RuntimeOptions:
     ray: str | None = None
     cluster: CodeRuntime | None = field(default=None, compare=False, repr=False)
     """The ``RayRuntime`` made (and so checked) when the flags were read."""
+    hash_seed: int | None = None
+    """The children's hash seed (``resume``: the journal's), else one the runtime draws."""
 
     @classmethod
     def checked(
@@ -70,6 +72,7 @@ class RuntimeOptions:
         no_cgroups: bool,
         preload: list[str] | tuple[str, ...] = (),
         ray: str | None = None,
+        hash_seed: int | None = None,
     ) -> RuntimeOptions:
         """The options, with ``--isolation`` and ``--preload`` checked, and ``--ray``'s
         runtime made (a missing extra or a bad address is a usage error here)."""
@@ -77,7 +80,13 @@ class RuntimeOptions:
         for module in preload:
             if not module or not all(part.isidentifier() for part in module.split(".")):
                 raise UsageFailure(f"--preload takes a module name (like numpy), not {module!r}")
-        options = cls(isolation, max_processes, not no_cgroups, tuple(dict.fromkeys(preload)))
+        options = cls(
+            isolation,
+            max_processes,
+            not no_cgroups,
+            tuple(dict.fromkeys(preload)),
+            hash_seed=hash_seed,
+        )
         if ray is None:
             return options
         from host.cluster import ClusterError, ray_runtime_from_flag
@@ -87,7 +96,13 @@ class RuntimeOptions:
         except ClusterError as exc:
             raise UsageFailure(str(exc)) from None
         return cls(
-            options.isolation, max_processes, options.use_cgroups, options.preload, ray, cluster
+            options.isolation,
+            max_processes,
+            options.use_cgroups,
+            options.preload,
+            ray,
+            cluster,
+            hash_seed,
         )
 
     def subprocess_options(self) -> dict[str, Any]:
@@ -99,6 +114,8 @@ class RuntimeOptions:
         }
         if self.preload:
             options["preload"] = list(self.preload)
+        if self.hash_seed is not None:
+            options["hash_seed"] = self.hash_seed
         return options
 
     def runtime(self) -> CodeRuntime:

@@ -29,6 +29,7 @@ from host.cluster._wire import (
     CallOut,
     Event,
     Finished,
+    Held,
     Logs,
     NodeInfo,
     Progress,
@@ -37,10 +38,19 @@ from host.cluster._wire import (
     Started,
     decode_replies,
     decode_request,
+    decode_resume,
     encode,
     forwarded_fields,
 )
-from runtime import Binding, RunStats, RuntimeClosedError, RuntimeUsageError, ToolCallError
+from runtime import (
+    Binding,
+    HoldCall,
+    RunStats,
+    RuntimeClosedError,
+    RuntimeUsageError,
+    ToolCallError,
+    current_call,
+)
 
 __all__ = ("NodeActor",)
 
@@ -53,7 +63,7 @@ _EARLY_ABORTS_KEPT = 1000
 _UNCLAIMED_S = 60.0
 
 
-def _replies(data: bytes, run_id: int) -> list[Answer | Refusal]:
+def _replies(data: bytes, run_id: int) -> list[Answer | Refusal | Held]:
     try:
         return decode_replies(data)
     except msgspec.DecodeError:
@@ -69,7 +79,7 @@ class _NodeRun:
         self.lines: list[str] = []
         self.wake = asyncio.Event()
         self.abort = asyncio.Event()
-        self.pending: dict[int, asyncio.Future[Answer | Refusal]] = {}
+        self.pending: dict[int, asyncio.Future[Answer | Refusal | Held]] = {}
         self.next_id = 0
         self.task: asyncio.Task[Any] | None = None
         self.timer: asyncio.TimerHandle | None = None
@@ -101,7 +111,7 @@ class _NodeRun:
             if batch:
                 return encode(batch)
 
-    def deliver(self, replies: list[Answer | Refusal]) -> None:
+    def deliver(self, replies: list[Answer | Refusal | Held]) -> None:
         """Hand the caller's replies to the calls waiting for them; others are dropped."""
         for message in replies:
             waiting = self.pending.get(message.id)
@@ -145,17 +155,25 @@ class _NodeRun:
         """The stand-in the node's runtime calls: asks the caller and waits for its reply."""
 
         async def call(args: Any) -> Any:
+            # the call's place in the program's order (a replay answers some on the node, and
+            # an unknown name is answered there: a count of our own would drift from it)
+            info = current_call.get()
             self.next_id += 1
-            call_id = self.next_id
-            reply: asyncio.Future[Answer | Refusal] = asyncio.get_running_loop().create_future()
+            call_id = info.seq if info is not None else self.next_id
+            reply: asyncio.Future[Answer | Refusal | Held] = (
+                asyncio.get_running_loop().create_future()
+            )
             self.pending[call_id] = reply
-            self.emit(CallOut(id=call_id, name=name, args=args))
+            approved = info is not None and info.approved  # a resume allowed this held call
+            self.emit(CallOut(id=call_id, name=name, args=args, approved=approved))
             try:
                 answer = await reply
             finally:
                 self.pending.pop(call_id, None)
             if isinstance(answer, Refusal):
                 raise ToolCallError(answer.tool, answer.message, answer.code)
+            if isinstance(answer, Held):
+                raise HoldCall(answer.reason)
             return answer.value
 
         return call
@@ -212,6 +230,7 @@ class NodeActor:
                 abort=node_run.abort,
                 on_progress=node_run.progress,
             )
+            resume, decisions = decode_resume(submission)
         except RuntimeUsageError as exc:
             return encode([Refused(message=str(exc), node_trouble=False)])
         self._runs[run_id] = node_run
@@ -219,7 +238,9 @@ class NodeActor:
             del self._early_aborts[run_id]
             node_run.abort.set()
         loop = asyncio.get_running_loop()
-        node_run.task = loop.create_task(self._runtime.run(request))
+        node_run.task = loop.create_task(
+            self._runtime.run(request, resume=resume, decisions=decisions)
+        )
         node_run.task.add_done_callback(lambda _: node_run.wake.set())
         node_run.timer = loop.call_later(STARTED_AFTER_S, node_run.wake.set)
         return await self._next(run_id, node_run)

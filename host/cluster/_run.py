@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -29,6 +29,7 @@ from host.cluster._wire import (
     Answer,
     CallOut,
     Finished,
+    Held,
     Logs,
     Progress,
     Refusal,
@@ -40,6 +41,9 @@ from host.cluster._wire import (
 )
 from runtime import (
     CallInfo,
+    Decision,
+    HoldCall,
+    Journal,
     RunError,
     RunRequest,
     RunResult,
@@ -86,13 +90,19 @@ class ClusterRun:
         *,
         unresponsive_s: float,
         retried_from: str | None = None,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> None:
         self.request = request
         self.node = node
         self.backend = backend
         self.run_id = run_id
-        self.public_id = request.run_id or secrets.token_hex(8)
-        """The id bindings see in ``current_call`` (``run_id`` is the node's number)."""
+        self.resume = resume
+        self.decisions = decisions
+        given = resume.run_id if resume is not None else request.run_id
+        self.public_id = given or secrets.token_hex(8)
+        """The id bindings see in ``current_call`` (``run_id`` is the node's number); the
+        node's run, and its journal, have it too."""
         self.unresponsive_s = unresponsive_s
         self.retried_from = retried_from
         self.logs: list[str] = []
@@ -106,7 +116,7 @@ class ClusterRun:
         self._heard_at = time.monotonic()
         self._began = time.monotonic()
         self._aborted = False
-        self._outbox: list[Answer | Refusal] = []
+        self._outbox: list[Answer | Refusal | Held] = []
         self._serving = 0  # binding calls of this run in flight here
         self._soon: Callable[[Callable[[], object]], None] = lambda callback: None
         self.lost_node: str | None = None
@@ -114,7 +124,12 @@ class ClusterRun:
 
     async def execute(self) -> RunResult | NotStarted:
         """Run to the end; a ``RunResult`` whatever happened, or ``NotStarted``."""
-        submission = encode_request(self.request, progress=self.request.on_progress is not None)
+        submission = encode_request(
+            msgspec.structs.replace(self.request, run_id=self.public_id),
+            progress=self.request.on_progress is not None,
+            resume=self.resume,
+            decisions=self.decisions,
+        )
         self._soon = soon_caller()
         try:
             self._pending = self.backend.start(self.node.actor, self.run_id, submission)
@@ -282,10 +297,10 @@ class ClusterRun:
         elif len(self._outbox) == 1:  # others may finish in this same moment: send together
             self._soon(self._flush)
 
-    async def _answer(self, call: CallOut) -> Answer | Refusal | None:
+    async def _answer(self, call: CallOut) -> Answer | Refusal | Held | None:
         """The reply to ``call``; None when its value settled the run instead."""
         binding = self.request.bindings.get(call.name)
-        reply: Answer | Refusal
+        reply: Answer | Refusal | Held
         if binding is None:
             reply = Refusal(
                 id=call.id,
@@ -294,9 +309,11 @@ class ClusterRun:
                 code="UNKNOWN_TOOL",
             )
         else:
-            token = current_call.set(CallInfo(self.public_id, call.id))
+            token = current_call.set(CallInfo(self.public_id, call.id, call.approved))
             try:
                 value = await binding(call.args)
+            except HoldCall as held:
+                reply = Held(id=call.id, reason=held.reason)
             except Exception as exc:
                 code = getattr(exc, "code", None)
                 tool = getattr(exc, "tool", None)
@@ -384,7 +401,8 @@ class ClusterRun:
         finished = self.finished
         stats = self._stats(finished.stats if finished is not None else self.progress)
         if self.override is not None:
-            return RunResult(logs=self.logs, error=self.override, stats=stats)
+            journal = finished.journal if finished is not None else None  # what the node kept
+            return RunResult(logs=self.logs, error=self.override, stats=stats, journal=journal)
         assert finished is not None
         return msgspec.structs.replace(finished, logs=self.logs, stats=stats)
 

@@ -16,8 +16,8 @@ from host.cluster._pool import Node, NodePool
 from host.cluster._ray import RayBackend, wait_future
 from host.cluster._run import ClusterRun, NotStarted
 from host.cluster._stats import ClusterRunStats
-from runtime import RunError, RunRequest, RunResult, RuntimeClosedError
-from runtime.lowlevel import check_request, json_problem
+from runtime import Decision, Journal, RunError, RunRequest, RunResult, RuntimeClosedError
+from runtime.lowlevel import CallLedger, check_request, json_problem
 
 __all__ = ("RayRuntime", "ray_runtime_from_flag")
 
@@ -150,11 +150,29 @@ class RayRuntime:
                 ) from None
             self._connected = True
 
-    async def run(self, request: RunRequest) -> RunResult:
-        """Run one program on some node; resolves with the result whatever the program did."""
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
+        """Run one program on some node; resolves with the result whatever the program did
+        (``resume``: a journal to replay first, on whichever node takes the run)."""
         if self._closed:
             raise RuntimeClosedError("this RayRuntime is closed; create a new one")
         check_request(request)
+        # the journal is checked here (the node checks it again): a misfit is the caller's
+        ledger = CallLedger(request, resume=resume, decisions=decisions)
+        result = await self._run(request, resume, decisions)
+        return result if result.journal is not None else ledger.finish(result)
+
+    async def _run(
+        self,
+        request: RunRequest,
+        resume: Journal | None,
+        decisions: Mapping[str, Decision] | None,
+    ) -> RunResult:
         if not self._connected:
             await self._connect()
         if request.abort is not None and request.abort.is_set():
@@ -167,7 +185,7 @@ class RayRuntime:
             return self._early(
                 RunError(kind="aborted", message="the run was aborted before it started")
             )
-        outcome = await self._run_on(node, request, None)
+        outcome = await self._run_on(node, request, None, resume, decisions)
         if isinstance(outcome, NotStarted):
             # it never started there: once more, on another node
             first = node
@@ -182,7 +200,7 @@ class RayRuntime:
                     ),
                     node=first.node_id,
                 )
-            outcome = await self._run_on(node, request, first.node_id)
+            outcome = await self._run_on(node, request, first.node_id, resume, decisions)
             if isinstance(outcome, NotStarted):
                 return self._early(
                     RunError(
@@ -196,7 +214,12 @@ class RayRuntime:
         return outcome
 
     async def _run_on(
-        self, node: Node, request: RunRequest, retried_from: str | None
+        self,
+        node: Node,
+        request: RunRequest,
+        retried_from: str | None,
+        resume: Journal | None,
+        decisions: Mapping[str, Decision] | None,
     ) -> RunResult | NotStarted:
         run = ClusterRun(
             request,
@@ -205,6 +228,8 @@ class RayRuntime:
             next(self._run_ids),
             unresponsive_s=self._unresponsive_s,
             retried_from=retried_from,
+            resume=resume,
+            decisions=decisions,
         )
         self._runs.add(run)
         try:

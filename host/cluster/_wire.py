@@ -1,9 +1,11 @@
 """What crosses between the caller and a node's actor: JSON only, as tagged msgspec Structs.
 
 The caller sends a ``Submission`` (every ``RunRequest`` field but the caller's callables,
-plus the binding names), then batches of ``Answer``/``Refusal`` replies; each call returns
-a batch of ``Event``s: ``Started``, ``Logs``, ``CallOut``, ``Progress``, and last
-``Finished`` or ``Refused``.
+plus the binding names, and a journal to resume), then batches of ``Answer``/``Refusal``/
+``Held`` replies; each call returns a batch of ``Event``s: ``Started``, ``Logs``,
+``CallOut``, ``Progress``, and last ``Finished`` (the result, with its journal) or
+``Refused``. A resumed run is replayed on the node; its held calls come to the caller with
+``approved`` when the resume allowed them, and a binding that holds its call says ``Held``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import Any
 
 import msgspec
 
-from runtime import AbortSignalLike, Binding, RunRequest, RunResult, RunStats, RuntimeUsageError
+from runtime import (
+    AbortSignalLike,
+    Binding,
+    Decision,
+    Journal,
+    RunRequest,
+    RunResult,
+    RunStats,
+    RuntimeUsageError,
+)
 
 __all__ = (
     "CALLER_FIELDS",
@@ -22,6 +33,7 @@ __all__ = (
     "CallOut",
     "Event",
     "Finished",
+    "Held",
     "Logs",
     "NodeInfo",
     "Progress",
@@ -34,13 +46,14 @@ __all__ = (
     "decode_info",
     "decode_replies",
     "decode_request",
+    "decode_resume",
     "encode",
     "encode_request",
     "forwarded_fields",
 )
 
 #: Bumped when a message changes shape; a node speaking another version is not used.
-PROTOCOL = 1
+PROTOCOL = 2
 
 #: ``RunRequest`` fields that stay in the caller's process (callables, the abort signal).
 CALLER_FIELDS = frozenset({"bindings", "on_log", "abort", "on_progress"})
@@ -53,6 +66,17 @@ class Submission(msgspec.Struct, frozen=True, kw_only=True):
     bindings: list[str]
     progress: bool = False
     """Whether the caller wants ``Progress`` events (it has an ``on_progress``)."""
+    resume: Journal | None = None
+    """The journal of the run to resume (replayed on the node)."""
+    decisions: dict[str, Decision] = msgspec.field(default_factory=dict)
+    """For the journal's held calls: call id -> "allow" or "deny"."""
+
+
+class _ResumePart(msgspec.Struct, frozen=True):
+    """What a node reads of a ``Submission`` to resume a run."""
+
+    resume: Journal | None = None
+    decisions: dict[str, Decision] = msgspec.field(default_factory=dict)
 
 
 class NodeInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +113,8 @@ class CallOut(msgspec.Struct, frozen=True, tag="c", array_like=True):
     id: int
     name: str
     args: Any
+    approved: bool = False
+    """The resume of the run allowed this held call: execute it without asking."""
 
 
 class Progress(msgspec.Struct, frozen=True, tag="p", array_like=True):
@@ -130,12 +156,20 @@ class Refusal(msgspec.Struct, frozen=True, tag="e", array_like=True):
     code: str
 
 
-Reply = Answer | Refusal
+class Held(msgspec.Struct, frozen=True, tag="h", array_like=True):
+    """The binding held call ``id`` (``HoldCall``): the run pauses on the node."""
+
+    id: int
+    reason: str
+
+
+Reply = Answer | Refusal | Held
 
 _encoder = msgspec.json.Encoder()
 _events = msgspec.json.Decoder(list[Event])
 _replies = msgspec.json.Decoder(list[Reply])
 _submission = msgspec.json.Decoder(Submission)
+_resume_part = msgspec.json.Decoder(_ResumePart)
 _info = msgspec.json.Decoder(NodeInfo)
 
 
@@ -150,7 +184,7 @@ def decode_events(data: bytes) -> list[Event]:
 
 
 def decode_replies(data: bytes) -> list[Reply]:
-    """A batch of ``Answer``s and ``Refusal``s (calls answered in the same moment go together)."""
+    """A batch of replies (calls answered in the same moment go together)."""
     return _replies.decode(data)
 
 
@@ -172,10 +206,33 @@ _FORWARDED = frozenset(forwarded_fields())
 _TYPES: dict[str, Any] | None = None
 
 
-def encode_request(request: RunRequest, *, progress: bool) -> bytes:
+def encode_request(
+    request: RunRequest,
+    *,
+    progress: bool,
+    resume: Journal | None = None,
+    decisions: Mapping[str, Decision] | None = None,
+) -> bytes:
     """The ``Submission`` of ``request``: each field that is not the caller's, generically."""
     fields = {name: getattr(request, name) for name in forwarded_fields()}
-    return encode(Submission(fields=fields, bindings=sorted(request.bindings), progress=progress))
+    submission = Submission(
+        fields=fields,
+        bindings=sorted(request.bindings),
+        progress=progress,
+        resume=resume,
+        decisions=dict(decisions or {}),
+    )
+    return encode(submission)
+
+
+def decode_resume(data: bytes) -> tuple[Journal | None, dict[str, Decision]]:
+    """The journal a ``Submission`` resumes, and its decisions (a submission
+    ``decode_request`` read already: raises ``RuntimeUsageError`` only for the journal)."""
+    try:
+        part = _resume_part.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise RuntimeUsageError(f"the run's journal is not readable: {exc}") from exc
+    return part.resume, part.decisions
 
 
 def decode_request(

@@ -11,9 +11,9 @@ from host.codemode._codemode import (
     CodeMode,
     CodeModeConfig,
     CodeModeSession,
-    CodeRunFailed,
     SdkSection,
 )
+from host.codemode._render import CodeRunFailed
 from host.codemode._scheduler import SubCallScheduler
 from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 

@@ -17,6 +17,14 @@ import anyio
 import msgspec
 
 import sdkgen
+from host.codemode._durable import PausedRuns, resume_decisions
+from host.codemode._render import (
+    failure,
+    pause_reason,
+    paused_value,
+    render_paused,
+    render_success,
+)
 from host.codemode._scheduler import SubCallScheduler
 from host.tools import (
     RUN_CODE,
@@ -26,7 +34,6 @@ from host.tools import (
     Scope,
     ToolCallRequest,
     ToolDefinition,
-    ToolError,
     ToolRegistry,
     ToolResult,
     ToolRunContext,
@@ -42,6 +49,9 @@ from host.tools import (
 )
 from runtime import (
     CodeRuntime,
+    Decision,
+    HoldCall,
+    Journal,
     Limits,
     RunRequest,
     RunResult,
@@ -59,7 +69,6 @@ __all__ = (
     "CodeMode",
     "CodeModeConfig",
     "CodeModeSession",
-    "CodeRunFailed",
     "SdkSection",
 )
 
@@ -96,6 +105,10 @@ PERSISTENT_NOTE = (
 #: The session of the ``run_code`` call in progress (set by ``CodeModeSession.run``).
 _SESSION: contextvars.ContextVar[CodeModeSession | None] = contextvars.ContextVar(
     "dsh_codemode_session", default=None
+)
+#: The resume the ``run_code`` call in progress makes (set by ``CodeMode.resume``).
+_RESUME: contextvars.ContextVar[tuple[Journal, dict[str, Decision]] | None] = (
+    contextvars.ContextVar("dsh_codemode_resume", default=None)
 )
 
 RUN_CODE_DESCRIPTION = (
@@ -134,41 +147,6 @@ class SdkSection(msgspec.Struct, frozen=True):
     sha256: str
     names: dict[str, str]
     """Escaped Python attribute -> original tool name."""
-
-
-class CodeRunFailed(ToolError):
-    """A run_code failure: the pipeline turns it into a ``CODE_RUN_FAILED`` result."""
-
-    def __init__(self, message: str, *, content: str, meta: Mapping[str, Any]) -> None:
-        super().__init__(
-            message,
-            code=ErrorCode.CODE_RUN_FAILED,
-            name="CodeRunFailedError",
-            content=content,
-            meta=meta,
-        )
-
-
-def _render_success(logs: list[str], value: Any, has_value: bool, is_repr: bool = False) -> str:
-    parts = []
-    if logs:
-        parts.append("logs:\n" + "\n".join(logs))
-    if has_value and is_repr:
-        parts.append(f"result (repr, not JSON):\n{value}")
-    elif has_value:
-        parts.append("result:\n" + msgspec.json.encode(value).decode())
-    return "\n".join(parts) if parts else "(no logs, no result)"
-
-
-def _failure(result: RunResult) -> CodeRunFailed:
-    error = result.error
-    assert error is not None
-    facts = msgspec.to_builtins(error)
-    meta = {"code_run": {**facts, "logs": list(result.logs)}}
-    text = f"Error: the program failed ({error.kind}): {error.message}"
-    if result.logs:
-        text += "\nlogs so far:\n" + "\n".join(result.logs)
-    return CodeRunFailed(f"{error.kind}: {error.message}", content=text, meta=meta)
 
 
 def _optional_non_null(manifest: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
@@ -231,18 +209,25 @@ class CodeMode:
                         "logs": {"type": "array", "items": {"type": "string"}},
                         "result": {},
                         "result_is_repr": {"type": "boolean"},
+                        "paused": {"type": "object"},
                     },
                     "required": ["logs"],
                 },
-                "render": lambda _args, value: _render_success(
-                    list(value["logs"]),
-                    value.get("result"),
-                    "result" in value,
-                    value.get("result_is_repr") is True,
+                "render": lambda _args, value: (
+                    render_paused(value)
+                    if "paused" in value
+                    else render_success(
+                        list(value["logs"]),
+                        value.get("result"),
+                        "result" in value,
+                        value.get("result_is_repr") is True,
+                    )
                 ),
             },
         )
         registry.install_run_code(self.definition)
+        self.paused = PausedRuns()
+        """The journals of paused runs, for ``resume(run_id)``."""
 
     # ---- what the model sees -----------------------------------------------------------------
 
@@ -328,11 +313,22 @@ class CodeMode:
 
     async def _execute(self, args: Any, ctx: ToolRunContext) -> Any:
         images: list[dict[str, Any]] = []
+        resume = _RESUME.get()
+        journal, decisions = resume if resume is not None else (None, None)
         result = await self.run_program(
-            str(args["code"]), scope=ctx.scope, signal=ctx.signal, images=images
+            str(args["code"]),
+            scope=ctx.scope,
+            signal=ctx.signal,
+            images=images,
+            resume=journal,
+            decisions=decisions,
         )
         if result.error is not None:
-            raise _failure(result)
+            raise failure(result)
+        if result.paused:
+            assert result.journal is not None
+            self.paused.keep(result.journal)
+            return paused_value(result)
         value: dict[str, Any] = {"logs": list(result.logs)}
         if result.has_value:
             value["result"] = result.value
@@ -354,6 +350,27 @@ class CodeMode:
             RUN_CODE, {"code": code}, scope=scope, signal=signal, call_id=call_id
         )
 
+    async def resume(
+        self,
+        run: Journal | str,
+        *,
+        approve: bool | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+        scope: Scope | None = None,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Resume a paused run (its journal, or the run id a paused ``run_code`` gave) as a
+        ``run_code`` call: the program is replayed, its earlier calls answered from the
+        journal, and each held call executed (``approve=True``) or refused (``False``);
+        ``decisions`` decide held calls one by one (call id -> "allow" or "deny")."""
+        journal = self.paused.take(run)
+        token = _RESUME.set((journal, resume_decisions(journal, approve, decisions)))
+        try:
+            return await self.run(journal.program, scope=scope, signal=signal, call_id=call_id)
+        finally:
+            _RESUME.reset(token)
+
     async def run_program(
         self,
         code: str,
@@ -364,11 +381,14 @@ class CodeMode:
         on_call: Callable[[str, ToolResult], None] | None = None,
         on_progress: Callable[[RunStats], None] | None = None,
         images: list[dict[str, Any]] | None = None,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> RunResult:
         """Run a program with the scope's tools bound under ``tools.``; the raw run result.
 
         Unfinished sub-calls are aborted and drained before this returns. ``images``, if
-        given, collects the image parts of the calls' results, in call order.
+        given, collects the image parts of the calls' results, in call order. ``resume``:
+        the journal of a run of ``code`` to replay first (``decisions`` for its held calls).
         """
         if self.config.preflight_check:
             failed = self._preflight(code, scope)
@@ -382,7 +402,8 @@ class CodeMode:
         )
         try:
             async with anyio.create_task_group() as calls:
-                bindings = self._bindings(scope, sub_signal, calls, on_call, images)
+                recorded = len(resume.calls) if resume is not None else 0
+                bindings = self._bindings(scope, sub_signal, calls, on_call, images, recorded)
                 request = RunRequest(
                     program=code,
                     bindings=bindings,
@@ -394,10 +415,14 @@ class CodeMode:
                     abort=signal,
                 )
                 session = _SESSION.get()
+                target: Any = self.runtime
                 if session is not None and session.codemode is self:
-                    result: RunResult = await session.runtime_session.run(request)
+                    target = session.runtime_session
+                # only a resume passes the journal: a runtime of before durable runs still runs
+                if resume is None:
+                    result: RunResult = await target.run(request)
                 else:
-                    result = await self.runtime.run(request)
+                    result = await target.run(request, resume=resume, decisions=decisions)
                 controller.abort("the program's run settled")  # unfinished calls: ABORTED
             return result
         finally:
@@ -428,11 +453,13 @@ class CodeMode:
         calls: anyio.abc.TaskGroup,
         on_call: Callable[[str, ToolResult], None] | None,
         images: list[dict[str, Any]] | None,
+        recorded: int = 0,
     ) -> dict[str, Any]:
         view = self._view(scope)
         names, optional_non_null = view.names, view.optional_non_null
         scheduler = SubCallScheduler(self.config.limits.max_parallel_sub_calls)
-        calls_left = [self.config.max_tool_calls]  # shared by every binding of this run
+        # shared by every binding of this run; a resumed run made its recorded calls already
+        calls_left = [self.config.max_tool_calls - recorded]
         actual_scope = scope or self.registry.root
 
         def make(tool: str) -> Any:
@@ -474,6 +501,8 @@ class CodeMode:
                         thaw(part) for part in result.content if part.get("type") == "image"
                     )
                 if result.error is not None:
+                    if result.error.code == ErrorCode.PAUSED:
+                        raise HoldCall(pause_reason(result))  # the run pauses on this call
                     raise ToolCallError(tool, result.error.message, str(result.error.code))
                 return thaw(result.value)
 
@@ -498,7 +527,12 @@ class CodeMode:
                 {"call_id": call_id, "name": tool, "args": args, "parallel": parallel},
             )
             result = await self.registry.invoke(
-                tool, args, scope=scope, signal=signal, call_id=call_id
+                tool,
+                args,
+                scope=scope,
+                signal=signal,
+                call_id=call_id,
+                approved=info is not None and info.approved,
             )
             self.registry.emit(
                 DISPATCH_EVENT,
@@ -553,6 +587,15 @@ class CodeModeSession:
         token = _SESSION.set(self)
         try:
             return await self.codemode.run(code, scope=scope, signal=signal, call_id=call_id)
+        finally:
+            _SESSION.reset(token)
+
+    async def resume(self, run: Journal | str, **options: Any) -> ToolResult:
+        """``CodeMode.resume`` in this session: a paused step committed nothing; its resume
+        commits as a step does."""
+        token = _SESSION.set(self)
+        try:
+            return await self.codemode.resume(run, **options)
         finally:
             _SESSION.reset(token)
 

@@ -8,7 +8,9 @@ send requests, ``run_code`` answers ``input_required`` (the questions, and a
 ``requestState`` naming the suspended run) and the client's retry carries the answers.
 The program waits meanwhile (its wall budget runs; waiting bills no compute) and gets
 ``ToolCallError(code="DENIED")`` on a no. A client without elicitation support, or no
-answer in time, is a denial whose message says why.
+answer within the handler's ``timeout``, is a denial whose message says why; a question
+still open near the end of the run's wall budget holds the call: the run pauses in the
+client's session, and the client continues it with ``resume_run``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
+from host.tools import Pause
+
 from ._exceptions import ApprovalUnavailable
 
 __all__ = ("Approvals", "elicitation_ask_handler", "requesting")
@@ -30,6 +34,9 @@ __all__ = ("Approvals", "elicitation_ask_handler", "requesting")
 #: The first protocol version in which servers may not send requests (elicitation by retry).
 _MODERN: Final = "2026-07-28"
 _REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("dsh_code_mcp_asker", default=None)
+#: How long before the end of a run's wall budget an unanswered question holds its call (at
+#: most a quarter of the budget): the pause needs a moment to end the run.
+PAUSE_MARGIN_S: Final = 0.5
 
 SCHEMA: Final = {
     "type": "object",
@@ -75,9 +82,11 @@ def _can_elicit(ctx: Any) -> bool:
 class _Direct:
     """Asks by a server-initiated request (protocols before 2026-07-28)."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, deadline: float | None = None) -> None:
         self.ctx = ctx
         self.can_elicit = _can_elicit(ctx)
+        self.deadline = deadline
+        """When an unanswered question holds its call (the run pauses), on anyio's clock."""
 
     async def ask(self, message: str) -> bool:
         answer = await self.ctx.session.elicit_form(
@@ -89,9 +98,10 @@ class _Direct:
 class _Suspended:
     """A run that outlives its request: it asks by ``input_required``, answered by retries."""
 
-    def __init__(self, token: str, can_elicit: bool) -> None:
+    def __init__(self, token: str, can_elicit: bool, deadline: float | None = None) -> None:
         self.token = token
         self.can_elicit = can_elicit
+        self.deadline = deadline
         self.questions: dict[str, str] = {}
         self.answers: dict[str, Any] = {}
         self.answered: dict[str, anyio.Event] = {}
@@ -184,9 +194,17 @@ class Approvals:
                 group.cancel_scope.cancel()
 
     async def handle(
-        self, ctx: Any, params: Any, run: Callable[[], Awaitable[Any]], *, unknown: Any
+        self,
+        ctx: Any,
+        params: Any,
+        run: Callable[[], Awaitable[Any]],
+        *,
+        unknown: Any,
+        wall_s: float | None = None,
     ) -> Any:
-        """``run()`` with asks going to the requesting client; a retry resumes its run."""
+        """``run()`` with asks going to the requesting client; a retry resumes its run.
+        ``wall_s``: the run's wall budget; a question unanswered near its end holds its call,
+        so the run pauses rather than failing ``budget``."""
         token = getattr(params, "request_state", None)
         if token is not None:
             suspended = self._suspended.get(token)
@@ -194,10 +212,13 @@ class Approvals:
                 return unknown
             suspended.deliver(dict(getattr(params, "input_responses", None) or {}))
             return await self._outcome(suspended)
+        deadline = None
+        if wall_s is not None:
+            deadline = anyio.current_time() + wall_s - min(PAUSE_MARGIN_S, wall_s / 4)
         if str(getattr(ctx, "protocol_version", "")) < _MODERN or self._group is None:
-            with requesting(_Direct(ctx)):
+            with requesting(_Direct(ctx, deadline)):
                 return await run()
-        suspended = _Suspended(secrets.token_urlsafe(24), _can_elicit(ctx))
+        suspended = _Suspended(secrets.token_urlsafe(24), _can_elicit(ctx), deadline)
         self._suspended[suspended.token] = suspended
 
         async def in_background() -> None:
@@ -243,11 +264,13 @@ def elicitation_ask_handler(*, timeout: float = 300.0) -> Any:
     """An ``ask_handler`` for a registry served over MCP: it asks the requesting client.
 
     ``timeout`` is how long to wait for an answer (seconds); past it the call is denied.
+    A question still open near the end of the run's wall budget holds the call instead: the
+    run pauses in the client's session, and ``resume_run`` continues it.
     """
     if not timeout > 0:
         raise ValueError(f"timeout must be positive, got {timeout!r}")
 
-    async def ask(call: Any, decision: Any) -> bool:
+    async def ask(call: Any, decision: Any) -> bool | Pause:
         asker = _REQUEST.get()
         if asker is None:
             raise ApprovalUnavailable(
@@ -258,10 +281,19 @@ def elicitation_ask_handler(*, timeout: float = 300.0) -> Any:
                 "approval needed, but the MCP client does not support elicitation (form mode), "
                 "so nobody can be asked; serve with --yes to allow every such call"
             )
+        wait, pauses = timeout, False
+        deadline = getattr(asker, "deadline", None)
+        if deadline is not None and deadline - anyio.current_time() < timeout:
+            wait, pauses = max(deadline - anyio.current_time(), 0.0), True
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(wait):
                 return bool(await asker.ask(_question(call, decision)))
         except TimeoutError:
+            if pauses:
+                return Pause(
+                    "no answer from the MCP client within the run's wall budget: the run is "
+                    "paused until the client resumes it (resume_run)"
+                )
             raise ApprovalUnavailable(
                 f"approval needed, but no answer came in {timeout:g} s"
             ) from None

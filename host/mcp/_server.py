@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from host.mcp._approvals import Approvals
+from host.mcp._resume import RESUME_RUN, PausedRuns, decisions_of, paused_text, resume_tool
 from host.tools import RUN_CODE, Scope
+from runtime import JournalError
 
 from ._config import McpServeConfig
 from ._logs import LogForwarder
@@ -21,9 +23,16 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, InputRequiredResult, Tool
 
     from host.codemode import CodeMode
-    from runtime import Limits, RunResult, RunStats
+    from runtime import Decision, Journal, Limits, RunResult, RunStats
 
-__all__ = ("GET_TOOL_SCHEMA", "LIST_TOOLS", "RESET_SESSION", "build_server", "serve")
+__all__ = (
+    "GET_TOOL_SCHEMA",
+    "LIST_TOOLS",
+    "RESET_SESSION",
+    "RESUME_RUN",
+    "build_server",
+    "serve",
+)
 
 GET_TOOL_SCHEMA: Final = "get_tool_schema"
 LIST_TOOLS: Final = "list_tools"
@@ -62,9 +71,12 @@ def _session_note(handle: str) -> str:
 
 
 def render_run(result: RunResult, *, session: str | None = None) -> CallToolResult:
-    """A run as an MCP tool result: text with the logs and result; ``isError`` with the facts.
-    ``session``: the handle of the run's session, for a client that must pass it back."""
+    """A run as an MCP tool result: text with the logs and result; ``isError`` with the facts;
+    a paused run says what it waits on. ``session``: the handle of the run's session, for a
+    client that must pass it back."""
     logs = list(result.logs)
+    if result.paused:
+        return paused_text(result, _session_note(session) if session is not None else None)
     if result.error is None:
         parts = []
         if logs:
@@ -123,7 +135,7 @@ def _tools(
     if handle:
         properties = {**parameters.get("properties", {}), "session": _SESSION_PARAMETER}
         parameters = {**parameters, "properties": properties}
-    extra = []
+    extra = [resume_tool(_SESSION_PARAMETER if handle else None)]
     if sessions:
         extra.append(
             Tool(
@@ -227,6 +239,8 @@ def build_server(
         handle_tools = _tools(codemode, scope, sessions=True, handle=True)
     level = {"value": "debug"}
     approvals = Approvals()
+    paused = PausedRuns()
+    wall_s = codemode.config.limits.max_wall_ms / 1000
 
     async def on_list_tools(ctx: Any, _params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=handle_tools if needs_handle(ctx) else tools)
@@ -239,21 +253,43 @@ def build_server(
         ctx: Any, params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         args = params.arguments or {}
-        if params.name == RUN_CODE:
+        if params.name in (RUN_CODE, RESUME_RUN):
             code = args.get("code")
-            if not isinstance(code, str):
-                return _text("Error: run_code needs `code`, a string", error=True)
-            view, handle = codemode, None
+            resume: tuple[Journal, dict[str, Decision]] | None = None
+            view, handle, owner = codemode, None, _owner(ctx, None)
             if sessions is not None:
                 found = _session_of(sessions, ctx, args)
                 if isinstance(found, str):
                     return _text(found, error=True)
                 view, handle = found
+                owner = _owner(ctx, handle)
+            if params.name == RESUME_RUN:
+                approve = args.get("approve")
+                if not isinstance(approve, bool):
+                    return _text("Error: resume_run needs `approve`, true or false", error=True)
+                try:
+                    journal = paused.take(args.get("run_id"), owner)
+                except JournalError as exc:
+                    return _text(f"Error: {exc}", error=True)
+                code, resume = journal.program, (journal, decisions_of(journal, approve))
+            elif not isinstance(code, str):
+                return _text("Error: run_code needs `code`, a string", error=True)
+
+            async def run() -> CallToolResult:
+                assert isinstance(code, str)
+                result = await _run_code(
+                    view, code, scope, ctx, config, level["value"], resume=resume
+                )
+                if result.paused and result.journal is not None:
+                    paused.keep(result.journal, owner)  # for this client's resume_run
+                return render_run(result, session=handle)
+
             answer: CallToolResult | InputRequiredResult = await approvals.handle(
                 ctx,  # an `ask` in the run goes to this client, by elicitation
                 params,
-                lambda: _run_code(view, code, scope, ctx, config, level["value"], handle),
+                run,
                 unknown=_text("Error: unknown or expired requestState", error=True),
+                wall_s=wall_s,
             )
             return answer
         if params.name == RESET_SESSION and sessions is not None:
@@ -296,6 +332,15 @@ def _session_of(
     return sessions.get(handle_key(handle)), handle
 
 
+def _owner(ctx: Any, handle: str | None) -> str:
+    """The client a paused run belongs to (only it may resume it): its connection, or the
+    session handle it names (over HTTP without MCP sessions, without one: any client that
+    has the run's id)."""
+    if handle is not None:
+        return handle_key(handle)
+    return "" if needs_handle(ctx) else client_key(ctx)
+
+
 def _reset_session(sessions: ClientSessions, ctx: Any, args: dict[str, Any]) -> CallToolResult:
     if not needs_handle(ctx):
         sessions.reset(client_key(ctx))
@@ -317,8 +362,9 @@ async def _run_code(
     ctx: Any,
     config: McpServeConfig,
     client_level: str,
-    handle: str | None = None,
-) -> CallToolResult:
+    *,
+    resume: tuple[Journal, dict[str, Decision]] | None = None,
+) -> RunResult:
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     async def send(text: str) -> None:
@@ -347,11 +393,13 @@ async def _run_code(
                 scope=scope,
                 on_log=forwarder.push if wanted else None,
                 on_progress=progress.update,
+                resume=resume[0] if resume is not None else None,
+                decisions=resume[1] if resume is not None else None,
             )
         finally:
             forwarder.close()
             progress.done.set()
-    return render_run(result, session=handle)
+    return result
 
 
 class _Progress:

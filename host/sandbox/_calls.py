@@ -18,11 +18,11 @@ import msgspec
 
 from host.sandbox._callqueue import CallQueue, QueuedCall
 from runtime import Binding
-from runtime.lowlevel import Call, Reply, ReplyError, encode_frame, json_problem
+from runtime.lowlevel import Call, CallLedger, Reply, ReplyError, Settled, encode_frame
 
-__all__ = ("CallServer", "QueuedCall")
+__all__ = ("CallServer", "QueuedCall", "replay_fields", "reply_frame")
 
-_value_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
 #: The most of an unknown name said back: a reply is never larger than what it answers.
 _NAME_SHOWN = 80
 
@@ -107,42 +107,22 @@ class CallServer:
         self._queue.close()
 
 
-def decode_args(call: QueuedCall) -> Any:
-    """The call's arguments as Python values; raises ``ValueError`` if they cannot be read."""
-    try:
-        return _value_decoder.decode(call.args)
-    except (msgspec.DecodeError, RecursionError, MemoryError) as exc:
-        raise ValueError(
-            f"the arguments of binding {call.name} cannot be read as JSON (nested too deep, or "
-            "an integer of more than 4300 digits)"
-        ) from exc
+def reply_frame(call: QueuedCall, settled: Settled) -> bytes:
+    """The reply to ``call``: its value (raw JSON, as the ledger recorded it) or its failure."""
+    failure = settled.failure
+    if failure is not None:
+        return encode_frame(
+            ReplyError(id=call.id, tool=failure.tool, message=failure.message, code=failure.code)
+        )
+    return encode_frame(Reply(id=call.id, value=msgspec.Raw(settled.value or b"null")))
 
 
-async def answer(call: QueuedCall, args: Any, max_frame: int) -> tuple[bytes | None, str | None]:
-    """Call the binding: the reply frame, or the failure of the whole run (its message)."""
-    try:
-        value = await call.binding(args)
-    except Exception as exc:
-        code = getattr(exc, "code", None)
-        tool = getattr(exc, "tool", None)
-        reply: Reply | ReplyError = ReplyError(
-            id=call.id,
-            tool=tool if isinstance(tool, str) else call.name,
-            message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
-            code=code if isinstance(code, str) else "TOOL_ERROR",
-        )
-        return encode_frame(reply), None
-    problem = json_problem(value)
-    if problem is not None:
-        return None, f"binding {call.name} returned a value that is not lossless JSON: {problem}"
-    frame = encode_frame(Reply(id=call.id, value=value))
-    if len(frame) > max_frame:
-        too_big = ReplyError(
-            id=call.id,
-            tool=call.name,
-            message=f"the result of {call.name} is {len(frame)} bytes of JSON, more than the "
-            f"bridge carries ({max_frame})",
-            code="TOOL_ERROR",
-        )
-        frame = encode_frame(too_big)
-    return frame, None
+def replay_fields(ledger: CallLedger) -> dict[str, Any]:
+    """What the child's ``Start`` carries for the ledger: the seed of ``random``, and the
+    journal's settled calls to answer itself when the run is a resume."""
+    if not ledger.replay:
+        return {"random_seed": ledger.seeds.random}
+    return {
+        "random_seed": ledger.seeds.random,
+        "replay": msgspec.Raw(_encoder.encode(ledger.replay)),
+    }

@@ -15,23 +15,26 @@ import anyio
 import anyio.abc
 import msgspec
 
-from host.sandbox._calls import CallServer, QueuedCall, answer, decode_args
+from host.sandbox._calls import CallServer, QueuedCall, reply_frame
 from host.sandbox._fdio import FrameWriter
 from host.sandbox._logs import LogIntake
 from host.sandbox._options import RunOptions, SessionState
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard
-from runtime import CallInfo, FailureKind, RunError, RunRequest, RunResult, current_call
+from runtime import FailureKind, RunError, RunRequest, RunResult
 from runtime.lowlevel import (
     CHILD_FAILURES,
     Call,
+    CallLedger,
     ChildMessage,
     Compiled,
     Done,
     Failed,
     FrameBuffer,
     Ready,
+    Reply,
     State,
+    encode_frame,
     json_problem,
     json_values_bound,
 )
@@ -65,6 +68,7 @@ class Intake:
     """The frames and logs of a run's child (a part of ``Run``: the state is the run's)."""
 
     request: RunRequest
+    ledger: CallLedger
     run_id: str
     options: RunOptions
     session: SessionState | None
@@ -329,20 +333,16 @@ class Intake:
                     self._resume.set()
 
     async def _serve(self, call: QueuedCall) -> None:
-        try:
-            args = decode_args(call)
-        except ValueError as exc:
-            self._settle(RunError(kind="invalid_completion", message=str(exc)))
-            return
-        token = current_call.set(CallInfo(self.run_id, call.id))
-        try:
-            frame, failure = await answer(call, args, self.options.max_frame_bytes)
-        finally:
-            current_call.reset(token)
-        if failure is not None:
-            self._settle(RunError(kind="invalid_completion", message=failure))
-        elif frame is not None and self.guard.outcome is None:
-            await self._send(frame)
+        # the ledger records it, replays it, or holds it (then no reply: the run pauses)
+        settled = await self.ledger.serve(
+            call.id, call.name, call.args, call.binding, max_value=self._max_value(call.id)
+        )
+        if settled is not None and self.guard.outcome is None:
+            await self._send(reply_frame(call, settled))
+
+    def _max_value(self, call_id: int) -> int:
+        """The largest value a reply to ``call_id`` carries within ``max_frame_bytes``."""
+        return self.options.max_frame_bytes - len(encode_frame(Reply(id=call_id, value=None))) + 4
 
     # ---- logs, exit, progress, abort ------------------------------------------------------
 

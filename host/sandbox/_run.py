@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import threading
 import time
 from typing import Any
@@ -20,7 +19,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from host.sandbox._calls import CallServer
+from host.sandbox._calls import CallServer, replay_fields
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._cpu import move_off_this_cpu
 from host.sandbox._fdio import FrameWriter, close_fd
@@ -31,6 +30,7 @@ from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard, Watchdog
 from runtime import RunError, RunRequest, RunResult, RunStats
 from runtime.lowlevel import (
+    CallLedger,
     FrameBuffer,
     Ready,
     Start,
@@ -93,9 +93,12 @@ class Run(Intake):
         options: RunOptions,
         watchdog: Watchdog,
         session: SessionState | None = None,
+        ledger: CallLedger | None = None,
     ) -> None:
         self.request = request
-        self.run_id = request.run_id or secrets.token_hex(8)
+        self.ledger = ledger or CallLedger(request)
+        self.ledger.stop = self._settle
+        self.run_id = self.ledger.run_id
         self.session = session
         self.limits = limits = request.limits
         self.code = code
@@ -108,7 +111,7 @@ class Run(Intake):
             measure=self._measure,
             kill=self._kill,
         )
-        self.logs = LogIntake(limits.max_output_bytes, options.max_log_lines, request.on_log)
+        self.logs = LogIntake(limits.max_output_bytes, options.max_log_lines, self.ledger.on_log)
         self._writer = FrameWriter(slot.fds["to_child"])
         self.calls = CallServer(
             request.bindings,
@@ -159,7 +162,7 @@ class Run(Intake):
             self.watchdog.forget(self.guard)
             with anyio.CancelScope(shield=True):
                 await self._conclude()
-        return self._result()
+        return self.ledger.finish(self._result())
 
     async def _watch(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -261,6 +264,7 @@ class Run(Intake):
             keep_state=self.session is not None,
             max_state_bytes=self.session.max_bytes if self.session is not None else 0,
             state_on_failure=self.session is not None and self.session.keep_failed,
+            **replay_fields(self.ledger),
         )
         if self.slot.cgroup is not None:
             try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import marshal
 import os
+import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -22,6 +23,8 @@ from host.sandbox._uids import DEFAULT_UIDS, UidPool
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import sweep_stale
 from runtime import (
+    Decision,
+    Journal,
     RunError,
     RunRequest,
     RunResult,
@@ -31,6 +34,7 @@ from runtime import (
     RuntimeUsageError,
 )
 from runtime.lowlevel import (
+    CallLedger,
     Policy,
     ProgramRejected,
     TemplateConfig,
@@ -46,6 +50,8 @@ _log = logging.getLogger("host.sandbox")
 _COMPILE_INLINE = 20_000
 #: Compiled programs kept per runtime.
 _COMPILED_KEPT = 64
+#: The largest hash seed (PYTHONHASHSEED) the interpreter takes.
+_MAX_HASH_SEED = 2**32 - 1
 
 
 class SubprocessRuntime:
@@ -60,6 +66,8 @@ class SubprocessRuntime:
     above people's uids), or every run the one uid given (0 keeps root, without
     capabilities). Programs open no socket but socketpairs unless ``network``. ``preload`` modules are imported once by the template, so a
     program's ``import`` of them costs nothing (each child has its own copy-on-write copy).
+    ``hash_seed`` is every child's ``PYTHONHASHSEED`` (default: one drawn for this runtime);
+    a journal records it, and a resume replays in children of the same seed.
     """
 
     language = "python"
@@ -83,6 +91,7 @@ class SubprocessRuntime:
         network: bool = False,
         preload: Sequence[str] = (),
         python: str = sys.executable,
+        hash_seed: int | None = None,
     ) -> None:
         if not sys.platform.startswith("linux"):
             raise RuntimeUsageError(
@@ -125,6 +134,13 @@ class SubprocessRuntime:
             isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in preload
         ):
             raise ValueError(f"preload must be module names (a list of str), got {preload!r}")
+        if hash_seed is not None and (
+            type(hash_seed) is not int or not 1 <= hash_seed <= _MAX_HASH_SEED
+        ):
+            raise ValueError(
+                f"hash_seed must be an int from 1 to {_MAX_HASH_SEED}, got {hash_seed!r}"
+            )
+        self._hash_seed = hash_seed or secrets.randbelow(_MAX_HASH_SEED) + 1
         self._preload = tuple(preload)
         self._requested_isolation = isolation
         self._use_cgroups = use_cgroups
@@ -157,6 +173,7 @@ class SubprocessRuntime:
         self._max_concurrent = max_concurrent_runs
         self._python = python
         self._template: TemplateProcess | None = None
+        self._seeded: dict[int, TemplateProcess] = {}  # by hash seed, for resumes
         self._template_lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._runs: set[Run] = set()
@@ -167,6 +184,11 @@ class SubprocessRuntime:
         self._swept = False
         self._replenishing = False
         self._closed = False
+
+    @property
+    def hash_seed(self) -> int:
+        """Every child's hash seed (``PYTHONHASHSEED``): str hashes and set order."""
+        return self._hash_seed
 
     @property
     def workdir_root(self) -> str:
@@ -245,13 +267,20 @@ class SubprocessRuntime:
         a failed run assigned before its exception, as Python's REPL does."""
         return Session(self, state, max_state_bytes, commit_on_failure)
 
-    async def run(self, request: RunRequest) -> RunResult:
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
         """Run one program in a fresh child; resolves with the result whatever the program did.
 
         It returns once the result is known and no process of the run can execute again;
         the run's resources are released in the background (``aclose()`` waits for them).
+        ``resume``: a journal of the program to replay first (``CodeRuntime.run``).
         """
-        result, _ = await self._run_in_session(request, None, 0)
+        result, _ = await self._run_in_session(request, None, 0, resume=resume, decisions=decisions)
         return result
 
     async def _run_in_session(
@@ -260,12 +289,31 @@ class SubprocessRuntime:
         state: bytes | None,
         max_state_bytes: int,
         commit_on_failure: bool = False,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> tuple[RunResult, Any]:
         """A run, in a session when ``state`` is not None: its result, and the State frame
         its child sent (None outside a session, or when the run failed)."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         check_request(request)
+        hash_seed = self._hash_seed if resume is None else resume.seeds.hash
+        ledger = CallLedger(
+            request, hash_seed=hash_seed, resume=resume, decisions=decisions, state=state
+        )
+        result, sent = await self._run_ledgered(
+            request, state, max_state_bytes, ledger, commit_on_failure
+        )
+        return ledger.finish(result) if result.journal is None else result, sent
+
+    async def _run_ledgered(
+        self,
+        request: RunRequest,
+        state: bytes | None,
+        max_state_bytes: int,
+        ledger: CallLedger,
+        commit_on_failure: bool,
+    ) -> tuple[RunResult, Any]:
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:
@@ -288,12 +336,12 @@ class SubprocessRuntime:
         )
         self._entered += 1
         try:
-            return await self._run(request, code, session)
+            return await self._run(request, code, session, ledger)
         finally:
             self._leave()
 
     async def _run(
-        self, request: RunRequest, code: bytes, session: SessionState | None
+        self, request: RunRequest, code: bytes, session: SessionState | None, ledger: CallLedger
     ) -> tuple[RunResult, Any]:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_concurrent)
@@ -312,10 +360,12 @@ class SubprocessRuntime:
                 if self._closed:  # aclose() ended the start this run was waiting for
                     return self._failed_before_start(closed), None
                 raise
+            if ledger.seeds.hash != template.hash_seed:
+                template = await self._seeded_template(ledger.seeds.hash)
             if self._closed:
                 return self._failed_before_start(closed), None
             slot = await self._take_slot(template)
-            run = Run(request, code, slot, self._options, self._watchdog, session)
+            run = Run(request, code, slot, self._options, self._watchdog, session, ledger)
             self._runs.add(run)
             result = await run.execute()
             return result, run.state
@@ -377,16 +427,9 @@ class SubprocessRuntime:
                 if self._closed:
                     raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
                 await self._first_start()
-                config = TemplateConfig(
-                    isolation=self._requested_isolation,  # type: ignore[arg-type]
-                    run_uids=self._uids.uids
-                    if self._uids is not None
-                    else ([self._fixed_uid] if self._fixed_uid is not None else []),
-                    preload=list(self._preload),
-                    network=self._network,
-                    workdir_root=self._options.workdir_root,
+                template = TemplateProcess(
+                    self._python, self._template_config(), hash_seed=self._hash_seed
                 )
-                template = TemplateProcess(self._python, config)
                 self._template = template  # before it is ready: aclose() must find it
                 await template.start()
                 if self._use_cgroups and self._cgroups is None:
@@ -403,6 +446,43 @@ class SubprocessRuntime:
                         template.why_not_namespaces,
                     )
             return self._template
+
+    def _template_config(self, isolation: str | None = None) -> TemplateConfig:
+        """What every template of this runtime settles (``isolation``: the level asked for)."""
+        if self._uids is not None:
+            uids = self._uids.uids
+        else:
+            uids = [self._fixed_uid] if self._fixed_uid is not None else []
+        return TemplateConfig(
+            isolation=isolation or self._requested_isolation,  # type: ignore[arg-type]
+            run_uids=uids,
+            preload=list(self._preload),
+            network=self._network,
+            workdir_root=self._options.workdir_root,
+        )
+
+    async def _seeded_template(self, seed: int) -> TemplateProcess:
+        """A template whose children have hash seed ``seed``: for the resume of a journal
+        another runtime recorded (a process since restarted); started on first use, kept
+        for the next such resume until ``aclose()``."""
+        template = self._seeded.get(seed)
+        if template is not None and template.alive:
+            return template
+        assert self._template_lock is not None  # _ensure_template made it
+        async with self._template_lock:
+            template = self._seeded.pop(seed, None)
+            if template is not None and not template.alive:
+                await template.aclose()
+                template = None
+            if template is None:
+                if self._closed:
+                    raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
+                config = self._template_config(self.isolation)
+                template = TemplateProcess(self._python, config, hash_seed=seed)
+                self._seeded[seed] = template  # before it is ready: aclose() must find it
+                await template.start()
+            self._seeded[seed] = template
+            return template
 
     async def _first_start(self) -> None:
         """Once per runtime: check the working directories' root, sweep what dead runtimes
@@ -428,6 +508,8 @@ class SubprocessRuntime:
     async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
         """A spare child if one is ready, else a fresh fork; either way the next spare is
         asked for now, so it sets up while this run runs."""
+        if template is not self._template:  # a seeded one: no spares
+            return await self._fork(template, spare=False)
         slot = None
         while self._spares and slot is None:
             spare = self._spares.pop(0)
@@ -510,6 +592,9 @@ class SubprocessRuntime:
                     run.abort("the runtime was closed while the run was in flight")
                 if self._template is not None and not self._template.ready:
                     await self._template.aclose()  # a start in progress ends now
+                for seeded in self._seeded.values():
+                    if not seeded.ready:
+                        await seeded.aclose()
                 await self._idle.wait()
             await self._background.wait()
             for spare in self._spares:
@@ -517,6 +602,9 @@ class SubprocessRuntime:
             if self._template is not None:
                 await self._template.aclose()
                 self._template = None
+            for seeded in self._seeded.values():
+                await seeded.aclose()
+            self._seeded = {}
             for spare in self._spares:
                 self._release_slot(spare)
                 spare.remove_workdir()

@@ -9,11 +9,12 @@ A run that fails leaves the state as it was, unless the session keeps a failed r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
 
-from runtime import CodeRuntime, RunRequest, RunResult
+from runtime import CodeRuntime, Decision, Journal, RunRequest, RunResult
 
 __all__ = ("Session", "SessionRuntime")
 
@@ -30,6 +31,8 @@ class SessionRunner(Protocol):
         state: bytes | None,
         max_state_bytes: int,
         commit_on_failure: bool = False,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> tuple[RunResult, Any]: ...
 
 
@@ -68,18 +71,32 @@ class Session:
         """The names the state carries (known after the first successful run of this object)."""
         return self._names
 
-    async def run(self, request: RunRequest) -> RunResult:
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
         """Run ``request`` in a fresh child with the session's state; a successful run's
         globals become the state (with ``commit_on_failure``, also a failed run's, up to its
-        exception); runs of one session take turns."""
+        exception); runs of one session take turns. A paused run commits nothing; its resume
+        (``resume=``, from the same state) commits as any run."""
         async with self._lock:
             result, state = await self._runtime._run_in_session(
-                request, self._state, self.max_state_bytes, self.commit_on_failure
+                request,
+                self._state,
+                self.max_state_bytes,
+                self.commit_on_failure,
+                resume,
+                decisions,
             )
-            kept = result.error is None or (
-                self.commit_on_failure and result.error.kind in ("exception", "invalid_completion")
+            kept = result.ok or (
+                self.commit_on_failure
+                and result.error is not None
+                and result.error.kind in ("exception", "invalid_completion")
             )
-            if kept and state is not None:
+            if kept and state is not None:  # a paused run commits nothing
                 self._state, self._names = state.blob, tuple(state.names)
             return result
 
@@ -108,9 +125,15 @@ class SessionRuntime:
         """The isolation level of the runtime the session runs on."""
         return self.inner.isolation
 
-    async def run(self, request: RunRequest) -> RunResult:
+    async def run(
+        self,
+        request: RunRequest,
+        *,
+        resume: Journal | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+    ) -> RunResult:
         """One run of the session, in a fresh child carrying the state."""
-        return await self.session.run(request)
+        return await self.session.run(request, resume=resume, decisions=decisions)
 
     async def aclose(self) -> None:
         """Nothing: the runtime's owner closes it."""

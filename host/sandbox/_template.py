@@ -43,10 +43,13 @@ class TemplateProcess:
         python: str = sys.executable,
         config: TemplateConfig | None = None,
         start_timeout: float = 30.0,
+        hash_seed: int = 0,
     ) -> None:
         self._python = python
         self._config = config or TemplateConfig()
         self._requested = self._config.isolation
+        self.hash_seed = hash_seed
+        """The template's (so every child's) hash seed: ``PYTHONHASHSEED``, 0 for a random one."""
         self.isolation = "process"
         """The level the template settled on (set by ``start``)."""
         self.why_not_namespaces = ""
@@ -87,7 +90,9 @@ class TemplateProcess:
             self._proc = subprocess.Popen(
                 [
                     self._python,
-                    "-I",
+                    # -I but for -E: the environment holds PYTHONHASHSEED alone
+                    "-s",
+                    "-P",
                     "-c",
                     _BOOT,
                     _ROOT,
@@ -95,7 +100,7 @@ class TemplateProcess:
                     msgspec.json.encode(self._config).decode(),
                 ],
                 pass_fds=(theirs.fileno(),),
-                env={},
+                env={"PYTHONHASHSEED": str(self.hash_seed)} if self.hash_seed else {},
                 cwd="/",
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 from ._batch import ToolCallRequest, is_concurrency_safe, run_tool_calls
-from ._call import Allow, Ask, Deny, PostDecision, ToolCall, ToolResultEvent
+from ._call import Allow, Ask, Deny, Pause, PostDecision, ToolCall, ToolResultEvent
 from ._config import RepeatReminderConfig, ToolsConfig
 from ._definition import Output, ToolDefinition, ToolRunContext, define_tool, find_tools
 from ._exceptions import (
@@ -87,6 +87,7 @@ __all__ = (
     "Object",
     "OneOf",
     "Output",
+    "Pause",
     "PostDecision",
     "ReadCard",
     "RepeatReminderConfig",

@@ -22,6 +22,7 @@ __all__ = (
     "Guard",
     "NextFn",
     "Observer",
+    "Pause",
     "PostDecision",
     "PostExecuteHook",
     "PreExecuteHook",
@@ -40,6 +41,9 @@ class ToolCall:
     scope: Scope
     signal: AbortSignal
     definition: ToolDefinition | None
+    approved: bool = False
+    """A person allowed this call already (the resume of a paused run): ``Ask`` and
+    ``Pause`` decisions let it through."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +65,16 @@ class Ask:
     prompt: str
 
 
-Decision = Allow | Deny | Ask
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A decision: hold the call, not now, with ``reason``. In code mode the run pauses (its
+    result lists the call, its journal lets it resume); a plain call gets ``PAUSED``. A
+    pre-execute hook, a guard or the ask handler may give it."""
+
+    reason: str
+
+
+Decision = Allow | Deny | Ask | Pause
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,10 +102,10 @@ class NextFn(Protocol):
 
 
 PreExecuteHook = Callable[[ToolCall, Decision], Decision | Awaitable[Decision | None] | None]
-"""``(call, decision) -> Allow | Deny | Ask | None``, maybe async; None keeps the decision."""
+"""``(call, decision) -> Allow | Deny | Ask | Pause | None``, maybe async; None keeps it."""
 
-Guard = Callable[[ToolCall], str | None]
-"""``(call) -> reason | None``, synchronous; a reason rejects the call."""
+Guard = Callable[[ToolCall], str | Pause | None]
+"""``(call) -> reason | Pause | None``, synchronous; a reason rejects the call."""
 
 ExecuteWrapper = Callable[[ToolCall, NextFn], Awaitable[ToolResult]]
 """``async (call, next_) -> ToolResult`` around dispatch."""
@@ -102,9 +115,10 @@ PostExecuteHook = Callable[
 ]
 """``(call, result) -> PostDecision | None``, maybe async."""
 
-AskHandler = Callable[[ToolCall, Ask], "bool | Deny | Awaitable[bool | Deny]"]
-"""``(call, ask) -> bool | Deny``, maybe async; only ``True`` approves the call, a ``Deny``
-says why it was not (nobody could be asked, ...)."""
+AskHandler = Callable[[ToolCall, Ask], "bool | Deny | Pause | Awaitable[bool | Deny | Pause]"]
+"""``(call, ask) -> bool | Deny | Pause``, maybe async; only ``True`` approves the call, a
+``Deny`` says why it was not (nobody could be asked, ...), a ``Pause`` holds it (no answer
+yet)."""
 
 Observer = Callable[[Any], None]
 """A synchronous observer of a named event; each event has its own payload type."""

@@ -11,7 +11,17 @@ from typing import Any, Protocol
 
 import anyio
 
-from ._call import Allow, Ask, Decision, Deny, NextFn, PostDecision, ToolCall, ToolResultEvent
+from ._call import (
+    Allow,
+    Ask,
+    Decision,
+    Deny,
+    NextFn,
+    Pause,
+    PostDecision,
+    ToolCall,
+    ToolResultEvent,
+)
 from ._definition import ToolDefinition, ToolRunContext, default_render
 from ._exceptions import ToolError
 from ._hooks import Events, Hooks
@@ -104,11 +114,12 @@ class Invocation:
         scope: Scope,
         signal: AbortSignal,
         call_id: str | None,
+        approved: bool = False,
     ) -> None:
         self._hooks = hooks
         self._events = events
         definition = tools.get(name, scope) if isinstance(name, str) else None
-        self.call = ToolCall(name, freeze(args), call_id, scope, signal, definition)
+        self.call = ToolCall(name, freeze(args), call_id, scope, signal, definition, approved)
         self.result: ToolResult | None = None
         self._contexts: list[FrozenDict] = []
         self._runs: list[ToolRunContext] = []
@@ -162,28 +173,38 @@ class Invocation:
             for hook in hooks:
                 new = await _maybe_await(hook(self.call, decision))
                 if new is not None:
-                    if not isinstance(new, Allow | Deny | Ask):
+                    if not isinstance(new, Allow | Deny | Ask | Pause):
                         raise TypeError(f"pre-execute hook returned {new!r}")
                     decision = new
+            if isinstance(decision, Ask | Pause) and self.call.approved:
+                decision = Allow()  # a person allowed it when its paused run resumed
             if isinstance(decision, Ask):
-                handler = self._hooks.ask_handler
-                if handler is None:
-                    decision = Deny(
-                        f"approval needed ({decision.prompt}) but no ask handler is set"
-                    )
-                else:
-                    answer = await _maybe_await(handler(self.call, decision))
-                    if isinstance(answer, Deny):
-                        decision = answer
-                    elif answer is not True:
-                        decision = Deny(f"not approved: {decision.prompt}")
+                decision = await self._ask(decision)
         except Exception as exc:
             decision = Deny(f"pre-execute policy failed: {_error_text(exc)}")
         if isinstance(decision, Deny):
             return ToolResult.failure(
                 ErrorCode.DENIED, f"tool call {self.call.name} denied: {decision.reason}"
             )
+        if isinstance(decision, Pause):
+            return self._paused(decision)
         return None
+
+    async def _ask(self, ask: Ask) -> Decision:
+        handler = self._hooks.ask_handler
+        if handler is None:
+            return Deny(f"approval needed ({ask.prompt}) but no ask handler is set")
+        answer = await _maybe_await(handler(self.call, ask))
+        if isinstance(answer, Pause | Deny):
+            return answer  # no answer yet: hold the call; or refused, saying why
+        return Allow() if answer is True else Deny(f"not approved: {ask.prompt}")
+
+    def _paused(self, pause: Pause) -> ToolResult:
+        return ToolResult.failure(
+            ErrorCode.PAUSED,
+            f"tool call {self.call.name} paused: {pause.reason}",
+            meta={"paused": {"reason": pause.reason}},
+        )
 
     def _guard(self) -> ToolResult | None:
         for guard in self._hooks.guards.snapshot():
@@ -195,6 +216,10 @@ class Invocation:
                     reason = "guard must be synchronous"
             except Exception as exc:
                 reason = f"guard failed: {_error_text(exc)}"
+            if isinstance(reason, Pause):
+                if self.call.approved:
+                    continue  # a person allowed it when its paused run resumed
+                return self._paused(reason)
             if reason is not None:
                 return ToolResult.failure(ErrorCode.GUARD_REJECTED, str(reason))
         return None

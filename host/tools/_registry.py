@@ -184,14 +184,18 @@ class ToolRegistry:
         scope: Scope | None = None,
         signal: AbortSignal | None = None,
         call_id: str | None = None,
+        approved: bool = False,
     ) -> ToolResult:
         """Run one call through the whole pipeline and return its frozen result; never raises
         for what the call did.
 
         ``scope``: where ``name`` resolves (default global); ``signal``: the caller's
-        cancellation; ``call_id``: an id passed to hooks, the body and the ``result`` event.
+        cancellation; ``call_id``: an id passed to hooks, the body and the ``result`` event;
+        ``approved``: a person allowed the call already (``Ask`` and ``Pause`` let it through).
         """
-        invocation = self.begin(name, args, scope=scope, signal=signal, call_id=call_id)
+        invocation = self.begin(
+            name, args, scope=scope, signal=signal, call_id=call_id, approved=approved
+        )
         await invocation.prepare()
         await invocation.dispatch()
         return await invocation.finish()
@@ -204,6 +208,7 @@ class ToolRegistry:
         scope: Scope | None = None,
         signal: AbortSignal | None = None,
         call_id: str | None = None,
+        approved: bool = False,
     ) -> Invocation:
         """Start an invocation; a scheduler runs ``prepare``, ``dispatch`` and ``finish``."""
         return Invocation(
@@ -215,6 +220,7 @@ class ToolRegistry:
             scope=self._scope(scope),
             signal=signal or AbortSignal(),
             call_id=call_id,
+            approved=approved,
         )
 
     async def invoke_batch(

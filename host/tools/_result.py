@@ -32,6 +32,7 @@ class ErrorCode(StrEnum):
     ABORTED = "ABORTED"
     ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
     CODE_RUN_FAILED = "CODE_RUN_FAILED"
+    PAUSED = "PAUSED"
 
 
 _ERROR_NAMES: Final = {
@@ -45,6 +46,7 @@ _ERROR_NAMES: Final = {
     ErrorCode.ABORTED: "ToolAbortedError",
     ErrorCode.ABORTED_BEFORE_DISPATCH: "ToolAbortedError",
     ErrorCode.CODE_RUN_FAILED: "CodeRunFailedError",
+    ErrorCode.PAUSED: "ToolPausedError",
 }
 
 

@@ -161,7 +161,8 @@ def test_a_call_needing_approval_defers_run_code_and_runs_once_approved(before: 
         deferred_tool_results=DeferredToolResults(approvals={pending.tool_call_id: True}),
     )
     assert json.loads(approved.output) == [{"logs": [], "result": "deleted /tmp/2"}]
-    assert CALLS == ["add(1, 1)", "add(1, 1)", "delete(/tmp/2)"]  # the program ran again
+    # resumed by replay: the add before the approval is not called a second time
+    assert CALLS == ["add(1, 1)", "delete(/tmp/2)"]
 
 
 def test_a_denied_call_is_reported_to_the_model_and_the_program_not_run_again(
@@ -197,3 +198,48 @@ def test_each_agent_run_has_its_own_variables(before: set[int]) -> None:
     programs.append("return 'x' in globals()")
     second = _run(agent, "two")
     assert json.loads(second.output) == [{"logs": [], "result": False}]
+
+
+def test_charge_once_and_receipt_once_through_the_deferred_tool_flow(before: set[int]) -> None:
+    from tests.durable import CHARGE_THEN_RECEIPT
+
+    executed = {"charge": 0, "send_receipt": 0}
+    toolset: FunctionToolset[Any] = FunctionToolset()
+
+    @toolset.tool_plain
+    def charge(amount: int) -> dict[str, Any]:
+        """Charge an amount."""
+        executed["charge"] += 1
+        return {"id": f"ch_{executed['charge']}", "amount": amount}
+
+    @toolset.tool_plain(requires_approval=True)
+    def send_receipt(to: str) -> str:
+        """Send the receipt (a person approves it)."""
+        executed["send_receipt"] += 1
+        return f"sent to {to}"
+
+    seen: list[list[Any]] = []
+    agent = Agent(
+        _scripted([CHARGE_THEN_RECEIPT], seen),
+        toolsets=[DshCodeToolset(toolset)],
+        output_type=[str, DeferredToolRequests],
+    )
+    first = _run(agent, "charge and send the receipt")
+    assert isinstance(first.output, DeferredToolRequests)
+    (pending,) = first.output.approvals
+    assert first.output.metadata[pending.tool_call_id] == {
+        "calls": [{"tool": "send_receipt", "args": {"to": "a@example.com"}}]
+    }
+    assert executed == {"charge": 1, "send_receipt": 0}
+    approved = _run(
+        agent,
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={pending.tool_call_id: True}),
+    )
+    assert json.loads(approved.output) == [
+        {
+            "logs": ["receipt: sent to a@example.com"],
+            "result": {"charge": {"id": "ch_1", "amount": 5}, "receipt": "sent to a@example.com"},
+        }
+    ]
+    assert executed == {"charge": 1, "send_receipt": 1}

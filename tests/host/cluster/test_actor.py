@@ -16,6 +16,7 @@ from host.cluster._wire import (
     CallOut,
     Event,
     Finished,
+    Held,
     Logs,
     Refusal,
     Refused,
@@ -170,3 +171,50 @@ async def test_the_actor_going_away_ends_its_runs(actor: NodeActor) -> None:
     assert actor._runs == {}
     batches = await _drive(actor, 2, RunRequest(program="return 2"))
     assert isinstance(batches[-1][-1], Finished)
+
+
+async def _drive_held(
+    actor: NodeActor, run_id: int, submission: bytes, hold: bool
+) -> tuple[list[CallOut], Finished]:
+    """One run: ``charge`` answered, ``send_receipt`` held (``hold``) or answered."""
+    calls: list[CallOut] = []
+    data = await actor.start(run_id, submission)
+    while True:
+        batch = decode_events(data)
+        if isinstance(batch[-1], Finished):
+            return calls, batch[-1]
+        replies: list[Answer | Refusal | Held] = []
+        for event in batch:
+            if isinstance(event, CallOut):
+                calls.append(event)
+                if event.name == "tools.send_receipt" and hold:
+                    replies.append(Held(id=event.id, reason="wait for a person"))
+                else:
+                    replies.append(Answer(id=event.id, value=f"{event.name} done"))
+        data = await actor.exchange(run_id, encode(replies))
+
+
+async def test_a_held_call_pauses_the_node_run_and_a_resume_replays_it_there(
+    actor: NodeActor,
+) -> None:
+    program = "a = await tools.charge(amount=1)\nb = await tools.send_receipt()\nreturn [a, b]\n"
+    request = RunRequest(
+        program=program,
+        bindings={"tools.charge": _nothing, "tools.send_receipt": _nothing},
+        run_id="r7",
+    )
+    calls, finished = await _drive_held(actor, 1, encode_request(request, progress=False), True)
+    assert [(c.id, c.name, c.approved) for c in calls] == [
+        (1, "tools.charge", False),
+        (2, "tools.send_receipt", False),
+    ]
+    paused = finished.result
+    assert paused.paused and paused.journal is not None and paused.journal.run_id == "r7"
+    assert [(p.call_id, p.reason) for p in paused.pending] == [("r7:2", "wait for a person")]
+    submission = encode_request(
+        request, progress=False, resume=paused.journal, decisions={"r7:2": "allow"}
+    )
+    calls, finished = await _drive_held(actor, 2, submission, False)
+    # the charge was answered on the node, from the journal; the held call comes allowed
+    assert [(c.id, c.name, c.approved) for c in calls] == [(2, "tools.send_receipt", True)]
+    assert finished.result.value == ["tools.charge done", "tools.send_receipt done"]

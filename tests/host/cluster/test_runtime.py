@@ -410,3 +410,36 @@ async def test_the_clusters_error_messages_go_to_the_log_not_stdout(
     assert "and more" not in caplog.text  # the first line only, at WARNING
     out = capsys.readouterr()
     assert out.out == ""  # Ray would print it to stdout: the MCP channel of `dsh-code mcp`
+
+
+async def test_a_held_call_pauses_the_run_and_a_resume_replays_it_on_a_node(
+    rt: RayRuntime,
+) -> None:
+    from runtime import Journal
+    from tests.durable import CHARGE_THEN_RECEIPT, SEEDED, Shop
+
+    shop = Shop()
+    request = RunRequest(program=CHARGE_THEN_RECEIPT, bindings=shop.bindings)
+    paused = await rt.run(request)
+    assert paused.paused and paused.logs == ["charging", "charged ch_1"], paused.error
+    assert paused.journal is not None
+    journal = Journal.loads(paused.journal.dumps())
+    (held,) = paused.pending
+    done = await rt.run(request, resume=journal, decisions={held.call_id: "allow"})
+    assert done.ok and done.value == {
+        "charge": {"id": "ch_1", "amount": 5},
+        "receipt": "sent to a@example.com",
+    }, done.error
+    assert done.logs == ["receipt: sent to a@example.com"]
+    assert shop.executed == {"charge": 1, "send_receipt": 1}
+    assert shop.call_ids == [f"{journal.run_id}:1", f"{journal.run_id}:2"]
+    # random and set order replay on whichever node takes the resume (each has its own seed)
+    for _ in range(2):
+        seeded = RunRequest(program=SEEDED, bindings=shop.bindings)
+        first = await rt.run(seeded)
+        again = await rt.run(
+            seeded,
+            resume=first.journal,
+            decisions={call.call_id: "allow" for call in first.pending},
+        )
+        assert again.ok, again.error

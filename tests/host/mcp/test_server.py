@@ -84,7 +84,13 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
     params = StdioServerParameters(command=command[0], args=command[1:], env=child_env())
     async with _client(stdio_client(params), logs) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"run_code", "get_tool_schema", "list_tools", "reset_session"}
+        assert set(tools) == {
+            "run_code",
+            "get_tool_schema",
+            "list_tools",
+            "reset_session",
+            "resume_run",
+        }
         description = tools["run_code"].description or ""
         assert "async def multiply(*, a: int, b: int) -> int:" in description  # the SDK section
         assert "async def mcp__demo__add(" in description  # MCP tools behind MCP
@@ -279,7 +285,13 @@ async def test_the_typescript_sdk_client_gets_a_budget_failure_before_its_timeou
     assert done.returncode == 0, done.stderr.decode()
     seen = json.loads(done.stdout)
     assert seen["defaultTimeoutMs"] > MCP_WALL_MS  # our default budget ends first
-    assert seen["tools"] == ["get_tool_schema", "list_tools", "reset_session", "run_code"]
+    assert seen["tools"] == [
+        "get_tool_schema",
+        "list_tools",
+        "reset_session",
+        "resume_run",
+        "run_code",
+    ]
     runaway = seen["runaway"]
     assert runaway["isError"] is True
     facts = runaway["structuredContent"]["code_run"]
@@ -308,7 +320,13 @@ box = Box(await tools.multiply(a=3, b=7))
 async def test_each_stdio_client_has_its_own_session_and_can_reset_it() -> None:
     async with _client(_stdio(), _Logs()) as first, _client(_stdio(), _Logs()) as second:
         tools = {tool.name: tool for tool in (await first.list_tools()).tools}
-        assert set(tools) == {"run_code", "get_tool_schema", "list_tools", "reset_session"}
+        assert set(tools) == {
+            "run_code",
+            "get_tool_schema",
+            "list_tools",
+            "reset_session",
+            "resume_run",
+        }
         assert "persist from one `run_code` call to the next" in (
             tools["run_code"].description or ""
         )

@@ -25,7 +25,7 @@ class _Runtime:
         self.opened.append(options)
         return SimpleNamespace(options=options)
 
-    async def run(self, request: Any) -> Any:
+    async def run(self, request: Any, **resume: Any) -> Any:
         raise AssertionError("not here")
 
     async def aclose(self) -> None:
