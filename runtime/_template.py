@@ -74,6 +74,9 @@ _NO_UID = 0xFFFFFFFF
 _UNFREED: list[object] = []
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 class _Forked(BaseException):  # a way out of the template's loop, not an error
     """Raised in a freshly forked child: the arguments of ``child_main``."""
 
@@ -219,6 +222,26 @@ _SINGLE_THREADED = (
 )
 
 
+_PR_SET_MM, _PR_SET_MM_ENV_START, _PR_SET_MM_ENV_END = 35, 10, 11
+
+
+def _forget_environment() -> None:
+    """Empty what ``/proc/<pid>/environ`` shows of us, and so of every child (the host starts
+    us with ``PYTHONHASHSEED`` alone, which programs have no business reading): the area
+    made empty where we may (``CAP_SYS_RESOURCE``), else its bytes zeroed."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (stat(5) 50, 51)
+    except (OSError, ValueError, IndexError):
+        return
+    if end <= start:
+        return
+    if _libc.prctl(_PR_SET_MM, _PR_SET_MM_ENV_END, ctypes.c_ulong(start), 0, 0) == 0:
+        return
+    ctypes.memset(start, 0, end - start)
+
+
 def _preload(modules: tuple[str, ...]) -> dict[str, object]:
     """Import ``modules`` for every child; what went wrong, and what the imports left."""
     errors: dict[str, str] = {}
@@ -246,6 +269,7 @@ def _serve(sock_fd: int, config: TemplateConfig) -> None:
 
     # Python's C-locale coercion sets LC_CTYPE at start-up; a child's environment is empty.
     os.environ.clear()
+    _forget_environment()
     libc = ctypes.CDLL(None)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sock = socket.socket(fileno=sock_fd)
