@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime._checks import check_request
     from runtime._contain import searchable_by
+    from runtime._errors import RECREATED_EXCEPTIONS, builtin_exception_name, tool_call_error
     from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
     from runtime._procs import (
         ProcStat,
@@ -50,6 +51,7 @@ __all__ = (
     "CHILD_FAILURES",
     "HEADER",
     "MAX_DEPTH",
+    "RECREATED_EXCEPTIONS",
     "Call",
     "ChildFailureKind",
     "ChildMessage",
@@ -68,6 +70,7 @@ __all__ = (
     "ReplyError",
     "Start",
     "State",
+    "builtin_exception_name",
     "check_request",
     "children",
     "compile_program",
@@ -81,6 +84,7 @@ __all__ = (
     "kill_tree",
     "process_cpu_ns",
     "searchable_by",
+    "tool_call_error",
     "tree_cpu_ns",
 )
 
@@ -88,6 +92,9 @@ __all__ = (
 _HOMES = {
     "check_request": "_checks",
     "searchable_by": "_contain",
+    **dict.fromkeys(
+        ("RECREATED_EXCEPTIONS", "builtin_exception_name", "tool_call_error"), "_errors"
+    ),
     "MAX_DEPTH": "_json",
     "JsonTooLarge": "_json",
     "json_problem": "_json",

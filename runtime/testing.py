@@ -26,7 +26,12 @@ from typing import Any
 
 from runtime._checks import check_request
 from runtime._contract import CallInfo, RunError, RunRequest, RunResult, RunStats, current_call
-from runtime._errors import RuntimeClosedError, ToolCallError
+from runtime._errors import (
+    RuntimeClosedError,
+    ToolCallError,
+    builtin_exception_name,
+    tool_call_error,
+)
 from runtime._json import JsonTooLarge, json_problem
 from runtime._program import (
     ABSENT,
@@ -334,8 +339,11 @@ def _bind(
             raise
         except Exception as exc:
             code = getattr(exc, "code", None)
-            raise ToolCallError(
-                name, str(exc), code if isinstance(code, str) else "TOOL_ERROR"
+            raise tool_call_error(
+                name,
+                str(exc),
+                code if isinstance(code, str) else "TOOL_ERROR",
+                builtin_exception_name(exc),
             ) from None
         finally:
             current_call.reset(token)

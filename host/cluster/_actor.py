@@ -40,7 +40,8 @@ from host.cluster._wire import (
     encode,
     forwarded_fields,
 )
-from runtime import Binding, RunStats, RuntimeClosedError, RuntimeUsageError, ToolCallError
+from runtime import Binding, RunStats, RuntimeClosedError, RuntimeUsageError
+from runtime.lowlevel import tool_call_error
 
 __all__ = ("NodeActor",)
 
@@ -155,7 +156,9 @@ class _NodeRun:
             finally:
                 self.pending.pop(call_id, None)
             if isinstance(answer, Refusal):
-                raise ToolCallError(answer.tool, answer.message, answer.code)
+                raise tool_call_error(
+                    answer.tool, answer.message, answer.code, answer.exception_type
+                )
             return answer.value
 
         return call

@@ -49,6 +49,7 @@ from runtime import (
     ToolCallError,
     current_call,
 )
+from runtime.lowlevel import tool_call_error
 
 __all__ = (
     "DISPATCH_EVENT",
@@ -459,7 +460,9 @@ class CodeMode:
                         thaw(part) for part in result.content if part.get("type") == "image"
                     )
                 if result.error is not None:
-                    raise ToolCallError(tool, result.error.message, str(result.error.code))
+                    raise tool_call_error(  # a builtin type the tool raised stays that type
+                        tool, result.error.message, str(result.error.code), result.error.name
+                    )
                 return thaw(result.value)
 
             return binding

@@ -18,7 +18,14 @@ import msgspec
 
 from host.sandbox._callqueue import CallQueue, QueuedCall
 from runtime import Binding
-from runtime.lowlevel import Call, Reply, ReplyError, encode_frame, json_problem
+from runtime.lowlevel import (
+    Call,
+    Reply,
+    ReplyError,
+    builtin_exception_name,
+    encode_frame,
+    json_problem,
+)
 
 __all__ = ("CallServer", "QueuedCall")
 
@@ -130,6 +137,7 @@ async def answer(call: QueuedCall, args: Any, max_frame: int) -> tuple[bytes | N
             tool=tool if isinstance(tool, str) else call.name,
             message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
             code=code if isinstance(code, str) else "TOOL_ERROR",
+            exception_type=builtin_exception_name(exc),
         )
         return encode_frame(reply), None
     problem = json_problem(value)
