@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from host.adapters._program import SAFE_ARGUMENT
 from host.adapters._steps import Steps, SyncSteps, ToolSpec, make_limits
 
 if TYPE_CHECKING:
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = ("DshExecutor",)
 
 _registered = False
+_FINAL = "final_answer"
 
 
 def _register() -> None:
@@ -33,6 +35,33 @@ def _register() -> None:
 def _tool_spec(tool: Any) -> ToolSpec:
     params = tuple(getattr(tool, "inputs", None) or ())
     return ToolSpec(tool, params)
+
+
+def _final_answer_spec(tool: Any) -> ToolSpec:
+    """The final answer tool, taking what is not JSON as the safe serializer wrote it."""
+    from smolagents.serialization import SafeSerializer
+
+    def call(**kwargs: Any) -> Any:
+        if SAFE_ARGUMENT in kwargs:  # never pickle: JSON with smolagents' type tags
+            kwargs = SafeSerializer.loads(kwargs[SAFE_ARGUMENT], allow_pickle=False)
+        return tool(**kwargs)
+
+    return ToolSpec(call, _tool_spec(tool).params)
+
+
+def _serializer_source() -> str:
+    """smolagents' safe serializer, as its remote executors send it into their sandboxes."""
+    global _serializer
+    if _serializer is None:
+        import inspect
+
+        from smolagents import serialization
+
+        _serializer = inspect.getsource(serialization)
+    return _serializer
+
+
+_serializer: str | None = None
 
 
 class DshExecutor:
@@ -84,7 +113,10 @@ class DshExecutor:
 
     def send_tools(self, tools: Mapping[str, Any]) -> None:
         """The tools (and managed agents) the program may call, by name."""
-        self._tools = {name: _tool_spec(tool) for name, tool in tools.items()}
+        self._tools = {
+            name: _final_answer_spec(tool) if name == _FINAL else _tool_spec(tool)
+            for name, tool in tools.items()
+        }
 
     def send_variables(self, variables: Mapping[str, Any]) -> None:
         """Variables the next step starts with (pickled into its child)."""
@@ -94,11 +126,13 @@ class DshExecutor:
         """Run one step: ``CodeOutput(output, logs, is_final_answer)``, or ``InterpreterError``."""
         from smolagents.local_python_executor import CodeOutput, InterpreterError
 
+        final = _FINAL if _FINAL in self._tools else None
         outcome = self._steps.run(
             code_action,
             self._tools,
-            final="final_answer" if "final_answer" in self._tools else None,
+            final=final,
             variables=self._variables,
+            serializer=_serializer_source() if final else "",
         )
         self.state["_print_outputs"] = outcome.logs
         if outcome.error is not None and not outcome.is_final_answer:

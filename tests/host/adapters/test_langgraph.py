@@ -143,3 +143,24 @@ def test_variables_from_the_context_seed_the_run(before: set[int]) -> None:
 
     output, new_vars = asyncio.run(main())
     assert output == "21\n" and new_vars == {"limit": 40}
+
+
+def test_an_eval_fn_without_tools_runs_and_a_tools_builtin_exception_keeps_its_type(
+    before: set[int],
+) -> None:
+    async def main() -> tuple[Any, Any]:
+        eval_fn = dsh_eval_fn()
+        try:
+            bare = await eval_fn("x = 6\nprint(x * 7)", {})
+            caught = await eval_fn(
+                "try:\n    lookup('tau')\nexcept KeyError as exc:\n"
+                "    print('caught', isinstance(exc, ToolCallError), exc.tool)",
+                {"lookup": lookup},
+            )
+            return bare, caught
+        finally:
+            await eval_fn.aclose()  # type: ignore[attr-defined]
+
+    bare, caught = asyncio.run(main())
+    assert bare == ("42\n", {"x": 6})
+    assert caught[0] == "caught True lookup\n"
