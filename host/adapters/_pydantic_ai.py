@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import TypeAdapter
 from pydantic_ai import ModelRetry, RunContext
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ToolFailed,
+    UnexpectedModelBehavior,
+)
 from pydantic_ai.messages import ToolCallPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import ToolDefinition, ToolDenied
@@ -48,20 +53,33 @@ The `tools` module:
 ```"""
 
 
-class _InnerError(Exception):
-    """An inner tool failed: ``ToolCallError`` in the program, with this code."""
-
-    def __init__(self, tool: str, message: str, code: str) -> None:
-        super().__init__(message)
-        self.tool, self.message, self.code = tool, message, code
-
-
 @dataclass
-class _Approval:
-    """A call of the program waiting for a person."""
+class _Waiting:
+    """A call of the program waiting for a person (an approval) or for the caller (deferred)."""
 
     tool: str
     args: dict[str, Any]
+    metadata: dict[str, Any] | None
+    kind: str = "unapproved"
+
+
+@dataclass
+class _Program:
+    """What one run of a program did that ``run_code`` answers for once it has ended."""
+
+    approved: list[tuple[str, str]]
+    approval_metadata: Any
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    waiting: list[_Waiting] = field(default_factory=list)
+    escaped: list[BaseException] = field(default_factory=list)
+    """What must reach the caller as pydantic-ai lets it (a bug in a tool, retries spent)."""
+    terminal: list[ToolFailed] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)
+    succeeded: set[str] = field(default_factory=set)
+
+    def halt(self) -> None:
+        """The program stops at its next call (it runs again, or never, after this)."""
+        self.stop.set()
 
 
 @dataclass
@@ -69,11 +87,14 @@ class DshCodeToolset(WrapperToolset[Any]):
     """Offer the wrapped toolset's tools to the model as one ``run_code`` tool (code mode).
 
     The program calls them as ``await tools.x(...)``; every call goes through pydantic-ai's
-    own tool execution (validation, ``ModelRetry``, approvals): a call needing approval
-    stops the program and defers ``run_code`` (``DeferredToolRequests``), and once
-    approved the program runs again with that call allowed. Variables persist across
-    ``run_code`` calls of one agent run (a session per run). A failed program is a
-    ``ModelRetry``, so the model reads its traceback and tries again.
+    own tool execution (validation, ``ModelRetry`` within the tool's own retry budget,
+    approvals): a call needing approval stops the program and defers ``run_code``
+    (``DeferredToolRequests``, the tool's metadata kept), and once approved the program runs
+    again with that call allowed (the approval's metadata reaching the tool); a deferred or
+    external call defers ``run_code`` the same way. Variables persist across ``run_code``
+    calls of one agent run (a session per run). A failed program is a ``ModelRetry``, so the
+    model reads its traceback and tries again; one that ends on a tool's ``ToolFailed`` is a
+    ``ToolFailed``; a bug in a tool is raised to the caller.
     """
 
     limits: Limits | None = None
@@ -83,6 +104,8 @@ class DshCodeToolset(WrapperToolset[Any]):
     runtime_options: Mapping[str, Any] = field(default_factory=dict)
     _session: Session | None = field(default=None, repr=False)
     _approved: dict[str, list[tuple[str, str]]] = field(default_factory=dict, repr=False)
+    _retries: dict[str, int] = field(default_factory=dict, repr=False)
+    """The wrapped tools' retries so far in this agent run, counted as pydantic-ai counts."""
 
     @classmethod
     def over(
@@ -110,7 +133,7 @@ class DshCodeToolset(WrapperToolset[Any]):
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
         """A copy for this agent run: its own session, so runs do not share variables."""
-        return replace(self, wrapped=await self.wrapped.for_run(ctx), _session=None)
+        return replace(self, wrapped=await self.wrapped.for_run(ctx), _session=None, _retries={})
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         import sdkgen
@@ -121,6 +144,11 @@ class DshCodeToolset(WrapperToolset[Any]):
                 "name": name,
                 "description": tool.tool_def.description or "",
                 "parameters": tool.tool_def.parameters_json_schema,
+                **(
+                    {"output": tool.tool_def.return_schema}
+                    if tool.tool_def.return_schema is not None
+                    else {}
+                ),
             }
             for name, tool in inner.items()
         ]
@@ -146,7 +174,9 @@ class DshCodeToolset(WrapperToolset[Any]):
         import sdkgen
         from runtime import RunRequest
 
-        inner_ctx = replace(ctx)  # the nested manager writes itself into the context it gets
+        # The nested manager writes itself into the context it gets; its retries are the
+        # wrapped tools' own, so each tool sees its real ctx.retry and spends its own budget.
+        inner_ctx = replace(ctx, retries=dict(self._retries))
         manager = await ToolManager(toolset=self.wrapped).for_run_step(inner_ctx)
         assert manager.tools is not None
         names = sdkgen.python_names(
@@ -156,11 +186,13 @@ class DshCodeToolset(WrapperToolset[Any]):
             ]
         )
         call_id = ctx.tool_call_id or ""
-        approved = self._approved.pop(call_id, []) if ctx.tool_call_approved else []
-        waiting: list[_Approval] = []
-        stop = anyio.Event()
+        resumed = ctx.tool_call_approved
+        program = _Program(
+            approved=self._approved.pop(call_id, []) if resumed else [],
+            approval_metadata=ctx.tool_call_metadata if resumed else None,
+        )
         bindings = {
-            f"tools.{escaped}": self._binding(manager, original, approved, waiting, stop)
+            f"tools.{escaped}": self._binding(manager, original, program)
             for escaped, original in names.items()
         }
         request = RunRequest(
@@ -176,49 +208,83 @@ class DshCodeToolset(WrapperToolset[Any]):
                 max_parallel_sub_calls=None,
             ),
             call_style="async",
-            abort=stop,
+            abort=program.stop,
         )
         result = await (await self._get_session()).run(request)
-        if waiting:
-            self._approved[call_id] = [(w.tool, _key(w.args)) for w in waiting]
-            raise ApprovalRequired(
-                metadata={"calls": [{"tool": w.tool, "args": w.args} for w in waiting]}
-            )
-        return _answer(result)
+        if program.escaped:
+            raise program.escaped[0]
+        if program.waiting:
+            raise self._deferral(call_id, program.waiting)
+        self._count_retries(program)
+        return _answer(result, program)
 
-    def _binding(
-        self,
-        manager: ToolManager[Any],
-        tool: str,
-        approved: list[tuple[str, str]],
-        waiting: list[_Approval],
-        stop: anyio.Event,
-    ) -> Any:
+    def _deferral(self, call_id: str, waiting: list[_Waiting]) -> Exception:
+        """``run_code`` deferred for the calls that wait: approvals first (they run again)."""
+        approvals = [w for w in waiting if w.kind == "unapproved"]
+        shown = approvals or waiting
+        calls = [
+            {"tool": w.tool, "args": w.args, **({"metadata": w.metadata} if w.metadata else {})}
+            for w in shown
+        ]
+        # The first call's own metadata stays at the top, as it would outside code mode.
+        metadata = {**(shown[0].metadata or {}), "calls": calls}
+        if approvals:
+            self._approved[call_id] = [(w.tool, _key(w.args)) for w in approvals]
+            return ApprovalRequired(metadata=metadata)
+        if shown[0].kind == "question":
+            return CallDeferred(metadata=metadata, kind="question")
+        return CallDeferred(metadata=metadata)
+
+    def _count_retries(self, program: _Program) -> None:
+        """As pydantic-ai carries retries to the next step: a success resets, a failure adds."""
+        counts = {n: c for n, c in self._retries.items() if n not in program.succeeded}
+        counts.update({n: self._retries.get(n, 0) + 1 for n in program.failed})
+        self._retries.clear()
+        self._retries.update(counts)
+
+    def _binding(self, manager: ToolManager[Any], tool: str, program: _Program) -> Any:
+        from runtime.lowlevel import builtin_exception_name, tool_call_error
+
         async def call(args: Any) -> Any:
             kwargs = args if isinstance(args, dict) else {}
-            key = (tool, _key(kwargs))
-            allowed = key in approved
+            allowed = (tool, _key(kwargs)) in program.approved
             part = ToolCallPart(tool_name=tool, args=kwargs, tool_call_id=f"dsh-code-{next(_ids)}")
             try:
                 value = await manager.handle_call(
-                    part, approved=allowed, wrap_validation_errors=False
+                    part,
+                    approved=allowed,
+                    metadata=program.approval_metadata if allowed else None,
+                    wrap_validation_errors=False,
                 )
             except (ApprovalRequired, CallDeferred) as exc:
-                if isinstance(exc, CallDeferred):
-                    raise _InnerError(
-                        tool, "the tool defers its call: not in code mode", "DENIED"
-                    ) from exc
-                waiting.append(_Approval(tool, dict(kwargs)))
-                stop.set()  # the program stops here; it runs again once approved
-                raise _InnerError(tool, "waiting for approval", "DENIED") from exc
+                kind = exc.kind if isinstance(exc, CallDeferred) else "unapproved"
+                program.waiting.append(_Waiting(tool, dict(kwargs), exc.metadata, kind))
+                program.halt()  # the program stops here; it runs again once approved
+                why = "waiting for approval" if kind == "unapproved" else "deferred to the caller"
+                raise tool_call_error(tool, why, "DENIED") from exc
             except ModelRetry as exc:
-                raise _InnerError(tool, exc.message, "TOOL_ERROR") from exc
+                program.failed.add(tool)
+                spent = self._retries.get(tool, 0)
+                budget = manager.tools[tool].max_retries if manager.tools else 0
+                if spent >= budget:  # as pydantic-ai ends a run whose tool spent its retries
+                    program.escaped.append(_retries_spent(tool, budget, exc))
+                    program.halt()
+                raise tool_call_error(tool, exc.message, "TOOL_ERROR") from exc
+            except ToolFailed as exc:  # terminal: no retry budget spent
+                program.terminal.append(exc)
+                raise tool_call_error(tool, exc.message, "TOOL_ERROR") from exc
             except Exception as exc:
-                if type(exc).__name__ == "ValidationError":
-                    raise _InnerError(tool, str(exc), "INVALID_ARGS") from exc
-                raise _InnerError(tool, str(exc) or type(exc).__name__, "TOOL_ERROR") from exc
+                if type(exc).__name__ != "ValidationError":
+                    program.escaped.append(exc)  # a bug in the tool: the caller's, as usual
+                    program.halt()
+                    raise tool_call_error(tool, "the tool failed", "TOOL_ERROR") from exc
+                program.failed.add(tool)
+                raise tool_call_error(
+                    tool, str(exc), "INVALID_ARGS", builtin_exception_name(exc)
+                ) from exc
             if isinstance(value, ToolDenied):
-                raise _InnerError(tool, value.message, "DENIED")
+                raise tool_call_error(tool, value.message, "DENIED")
+            program.succeeded.add(tool)
             if isinstance(value, ToolReturn):
                 value = value.return_value
             return _to_json(value)
@@ -248,12 +314,24 @@ def _to_json(value: Any) -> Any:
         return jsonable(value)
 
 
-def _answer(result: RunResult) -> Any:
+def _retries_spent(tool: str, budget: int, cause: ModelRetry) -> UnexpectedModelBehavior:
+    error = UnexpectedModelBehavior(
+        f"Tool {tool!r} exceeded max retries count of {budget}. Consider raising the retry "
+        "limit, or see the docs on tool retries: "
+        "https://pydantic.dev/docs/ai/tools-toolsets/tools-advanced/#tool-retries"
+    )
+    error.__cause__ = cause
+    return error
+
+
+def _answer(result: RunResult, program: _Program) -> Any:
     if result.error is not None:
         error = result.error
         text = error.message if error.kind == "exception" else f"{error.kind}: {error.message}"
         if result.logs:
             text += "\nlogs so far:\n" + "\n".join(result.logs)
+        if program.terminal and error.kind == "exception":
+            raise ToolFailed(f"the program failed: {text}")  # it ended on a terminal failure
         raise ModelRetry(f"the program failed: {text}")
     out: dict[str, Any] = {"logs": list(result.logs)}
     if result.has_value:
