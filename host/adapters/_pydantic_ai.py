@@ -6,7 +6,7 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from pydantic import TypeAdapter
@@ -23,11 +23,13 @@ from pydantic_ai.tools import ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, ToolsetTool, WrapperToolset
 from typing_extensions import TypedDict
 
+from host.adapters._program import jsonable
+from host.adapters._runtime import shared_runtime
 from host.adapters._steps import make_limits
-
-if TYPE_CHECKING:
-    from host.sandbox import Session
-    from runtime import Limits, RunResult
+from host.sandbox import Session
+from runtime import Limits, RunRequest, RunResult
+from runtime.lowlevel import builtin_exception_name, tool_call_error
+from sdkgen import python_names, python_sdk
 
 __all__ = ("DshCodeToolset",)
 
@@ -136,7 +138,6 @@ class DshCodeToolset(WrapperToolset[Any]):
         return replace(self, wrapped=await self.wrapped.for_run(ctx), _session=None, _retries={})
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        import sdkgen
 
         inner = await self.wrapped.get_tools(ctx)
         manifest = [
@@ -152,7 +153,7 @@ class DshCodeToolset(WrapperToolset[Any]):
             }
             for name, tool in inner.items()
         ]
-        sdk = sdkgen.python_sdk(manifest, call_style="async").strip()
+        sdk = python_sdk(manifest, call_style="async").strip()
         tool_def = ToolDefinition(
             name=self.tool_name,
             description=_DESCRIPTION.format(sdk=sdk),
@@ -171,15 +172,13 @@ class DshCodeToolset(WrapperToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         """Run the program; its result, or ``ModelRetry`` with the failure."""
-        import sdkgen
-        from runtime import RunRequest
 
         # The nested manager writes itself into the context it gets; its retries are the
         # wrapped tools' own, so each tool sees its real ctx.retry and spends its own budget.
         inner_ctx = replace(ctx, retries=dict(self._retries))
         manager = await ToolManager(toolset=self.wrapped).for_run_step(inner_ctx)
         assert manager.tools is not None
-        names = sdkgen.python_names(
+        names = python_names(
             [
                 {"name": n, "parameters": t.tool_def.parameters_json_schema}
                 for n, t in manager.tools.items()
@@ -243,7 +242,6 @@ class DshCodeToolset(WrapperToolset[Any]):
         self._retries.update(counts)
 
     def _binding(self, manager: ToolManager[Any], tool: str, program: _Program) -> Any:
-        from runtime.lowlevel import builtin_exception_name, tool_call_error
 
         async def call(args: Any) -> Any:
             kwargs = args if isinstance(args, dict) else {}
@@ -293,8 +291,6 @@ class DshCodeToolset(WrapperToolset[Any]):
 
     async def _get_session(self) -> Session:
         if self._session is None:
-            from host.adapters import shared_runtime
-
             runtime = await shared_runtime(**self.runtime_options)
             self._session = runtime.session(max_state_bytes=self.max_state_bytes)
         return self._session
@@ -306,8 +302,6 @@ def _key(args: Mapping[str, Any]) -> str:
 
 def _to_json(value: Any) -> Any:
     """A tool's return value as JSON (pydantic models and dataclasses dumped)."""
-    from host.adapters._program import jsonable
-
     try:
         return TypeAdapter(Any).dump_python(value, mode="json")
     except Exception:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 
@@ -10,12 +11,18 @@ import msgspec
 __all__ = ("RunOptions", "SessionState", "default_workdir_root")
 
 
+@functools.cache
 def default_workdir_root() -> str:
-    """/dev/shm when writable (tmpfs: a run's mkdir + rmdir cost ~30 µs, not ~2 ms), else TMPDIR."""
+    """/dev/shm when writable (tmpfs: a run's mkdir + rmdir cost ~30 µs, not ~2 ms), else TMPDIR.
+    Looked up once, when this module is imported: a runtime made on an event loop stats
+    nothing there."""
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return tempfile.gettempdir()
+
+
+default_workdir_root()
 
 
 class SessionState(msgspec.Struct, kw_only=True):

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import msgspec
 
 from host.sandbox._calls import CallServer
@@ -247,9 +248,10 @@ class Run(Intake):
             keep_state=self.session is not None,
             max_state_bytes=self.session.max_bytes if self.session is not None else 0,
         )
-        if self.slot.cgroup is not None:
-            try:
-                self.slot.cgroup.limit_memory(start.heap_bytes)
+        cgroup = self.slot.cgroup
+        if cgroup is not None and not cgroup.caps_memory_at(start.heap_bytes):
+            try:  # not as the slot was made ahead of time: the writes go to a thread
+                await anyio.to_thread.run_sync(cgroup.limit_memory, start.heap_bytes)
             except OSError as exc:
                 _log.warning("dsh-code: cannot cap a run's memory cgroup: %s", exc)
         pid = await self.slot.wait_pid()
@@ -408,8 +410,7 @@ class Run(Intake):
             if self._pidfd is not None:
                 close_fd(self._pidfd)
                 self._pidfd = None
-            self.slot.close()
-            self.slot.remove_workdir()
+            self.slot.close()  # its directory and cgroup: the runtime frees them off the loop
 
     async def _wait_cgroup_empty(self, cgroup: RunCgroup) -> None:
         """Until no process of the run is alive (a killed fork bomb takes a while to exit)."""

@@ -9,10 +9,14 @@ the loop is).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import heapq
 import itertools
 import logging
+import math
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +31,7 @@ _CPUS = os.cpu_count() or 1
 #: The shortest and longest sleeps between two looks at a run's compute.
 _POLL_MIN_S = 0.00025
 _POLL_MAX_S = 0.05
+_FD_SETSIZE = 1024
 
 
 class Guard:
@@ -98,86 +103,110 @@ class Guard:
 
 
 class Watchdog:
-    """The thread that looks after every guard of a runtime."""
+    """The thread that looks after every guard of a runtime.
+
+    The event loop never waits for it: its requests go in a queue (appends are atomic) and
+    wake the thread through an eventfd, so a watchdog thread holding the GIL or its own
+    state never stalls the loop. Only the thread touches the schedule.
+    """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._inbox: collections.deque[tuple[bool, Guard]] = collections.deque()
         self._heap: list[tuple[float, int, Guard]] = []  # (when, look id, guard)
         self._live: set[Guard] = set()
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        self._wake = -1
         self._stopping = False
 
     def _schedule(self, guard: Guard, when: float) -> None:
         guard.look_id = next(self._order)
         heapq.heappush(self._heap, (when, guard.look_id, guard))
 
+    def _ask(self, look: bool, guard: Guard) -> None:
+        """Queue a request for the thread (look at ``guard`` now, or forget it) and wake it."""
+        self._inbox.append((look, guard))
+        if look and self._wake >= 0:
+            os.eventfd_write(self._wake, 1)
+
     def watch(self, guard: Guard) -> None:
         """Enforce ``guard``'s budgets from now on."""
-        with self._cond:
-            self._live.add(guard)
-            self._schedule(guard, guard.next_look(time.monotonic()))
-            if self._thread is None:
-                self._stopping = False
-                self._thread = threading.Thread(
-                    target=self._loop, name="dsh-code watchdog", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify()
+        if self._thread is None:
+            self._stopping = False
+            self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            self._thread = threading.Thread(
+                target=self._loop, args=(self._wake,), name="dsh-code watchdog", daemon=True
+            )
+            self._thread.start()
+        self._ask(True, guard)
 
     def billing(self, guard: Guard) -> None:
         """``guard``'s compute is billed from now: look at it soon."""
         guard.billing = True
-        with self._cond:
-            self._schedule(guard, time.monotonic())
-            self._cond.notify()
+        self._ask(True, guard)
 
     def forget(self, guard: Guard) -> None:
         """Stop looking after ``guard`` (its run settled)."""
-        with self._cond:
-            self._live.discard(guard)
+        self._ask(False, guard)
 
     def stop(self) -> None:
         """End the thread (the runtime is closing); it may be started again by ``watch``."""
-        with self._cond:
-            thread, self._thread = self._thread, None
-            self._stopping = True
-            self._cond.notify()
-        if thread is not None:
-            thread.join()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stopping = True
+        os.eventfd_write(self._wake, 1)
+        thread.join()
+        os.close(self._wake)
+        self._wake = -1
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._stopping:
-                    while self._heap and (
-                        self._heap[0][2] not in self._live
-                        or self._heap[0][1] != self._heap[0][2].look_id
-                    ):
-                        heapq.heappop(self._heap)
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    due = self._heap[0][0] - time.monotonic()
-                    if due <= 0:
-                        break
-                    self._cond.wait(due)
-                if self._stopping:
-                    return
+    def _take_requests(self, now: float) -> None:
+        while self._inbox:
+            look, guard = self._inbox.popleft()
+            if not look:
+                self._live.discard(guard)
+            elif guard.outcome is None:
+                self._live.add(guard)
+                self._schedule(guard, now if guard.billing else guard.next_look(now))
+
+    def _loop(self, wake: int) -> None:
+        poller = select.poll()
+        poller.register(wake, select.POLLIN)
+        while not self._stopping:
+            self._take_requests(time.monotonic())
+            while self._heap and (
+                self._heap[0][2] not in self._live or self._heap[0][1] != self._heap[0][2].look_id
+            ):
+                heapq.heappop(self._heap)
+            due = self._heap[0][0] - time.monotonic() if self._heap else None
+            if due is not None and due <= 0:
                 _, look_id, guard = heapq.heappop(self._heap)
-            self._look(guard, look_id)
+                self._look(guard, look_id)
+                continue
+            if _sleep(poller, wake, due):
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(wake)
 
     def _look(self, guard: Guard, look_id: int) -> None:
         now = time.monotonic()
         if guard.outcome is not None:
-            return self.forget(guard)
+            self._live.discard(guard)
+            return
         if now >= guard.deadline:
             guard.expire("wall")
-            return self.forget(guard)
+            self._live.discard(guard)
+            return
         if guard.billing and guard.measure() >= guard.budget_ns:
             guard.expire("compute")
-            return self.forget(guard)
-        with self._cond:
-            if guard in self._live and guard.look_id == look_id:
-                self._schedule(guard, guard.next_look(now))
-        return None
+            self._live.discard(guard)
+            return
+        if guard in self._live and guard.look_id == look_id:
+            self._schedule(guard, guard.next_look(now))
+
+
+def _sleep(poller: select.poll, wake: int, due: float | None) -> bool:
+    """Until ``due`` seconds pass (None: for ever) or ``wake`` is poked; True if poked.
+    select keeps the microseconds a budget's look needs (poll rounds up to a millisecond)."""
+    if due is not None and wake < _FD_SETSIZE:
+        return bool(select.select([wake], [], [], due)[0])
+    return bool(poller.poll(None if due is None else math.ceil(due * 1000)))

@@ -370,3 +370,27 @@ def test_the_sdk_keeps_the_tools_return_types() -> None:
 
     _run(Agent(FunctionModel(respond), toolsets=[DshCodeToolset(toolset)]), "go")
     assert "async def ratio(*, a: int, b: int) -> float" in descriptions[0]
+
+
+def test_a_session_of_runs_never_blocks_the_event_loop(before: set[int]) -> None:
+    from blockbuster import blockbuster_ctx
+
+    seen: list[list[Any]] = []
+    programs = [
+        "x = await tools.add(a=1, b=2)\nprint(x)",
+        "return x + 1",
+        "while True:\n    pass",  # killed at its budget
+        "return [x, await tools.lookup(key='pi')]",
+    ]
+    toolset = DshCodeToolset(_toolset(), limits=Limits(compute_ms=300, max_wall_ms=20_000))
+    agent = Agent(_scripted(programs, seen), toolsets=[toolset])
+
+    async def main() -> Any:
+        # Every blocking call on this loop raises (pydantic-ai's own suite runs this way):
+        # the first run starts the shared runtime, the others take and replenish spares.
+        with blockbuster_ctx():
+            return await agent.run("go")
+
+    result = asyncio.run(main())
+    assert json.loads(result.output) == [{"logs": [], "result": [3, "3.14159"]}]
+    assert "budget" in str(_retried(seen[3]).content)
