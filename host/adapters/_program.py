@@ -92,13 +92,24 @@ def _dsh_setup(namespace, tools, final, blob, serializer):
             )
         return False
 
+    loaded = {}
+
+    def serializer_class():
+        if not loaded:
+            exec(compile(serializer, "<smolagents.serialization>", "exec"), loaded)
+        return loaded["SafeSerializer"]
+
     def safe(named):
         """``named`` as smolagents' safe serializer writes it (raises if it cannot)."""
         if is_json(named):
             return named
-        found = {}
-        exec(compile(serializer, "<smolagents.serialization>", "exec"), found)
-        return {'_dsh_safe': found["SafeSerializer"].dumps(named, allow_pickle=False)}
+        return {'_dsh_safe': serializer_class().dumps(named, allow_pickle=False)}
+
+    def unsafe(value):
+        """A tool's value as the host sent it: what is not JSON, read with the serializer."""
+        if serializer and type(value) is dict and len(value) == 1 and '_dsh_safe' in value:
+            return serializer_class().loads(value['_dsh_safe'], allow_pickle=False)
+        return value
 
     def wrap(name, params, encode):
         binding = getattr(namespace, name)
@@ -114,7 +125,7 @@ def _dsh_setup(namespace, tools, final, blob, serializer):
                 if key in named:
                     raise TypeError(f"{name}() got multiple values for argument {key!r}")
             named.update(kwargs)
-            return binding(**encode(named))
+            return unsafe(binding(**encode(named)))
 
         tool.__name__ = tool.__qualname__ = name
         return tool

@@ -8,7 +8,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -23,11 +23,9 @@ from host.adapters._program import (
     jsonable,
     program_inputs,
 )
+from host.sandbox import Session, SubprocessRuntime
+from runtime import Limits, RunRequest, RunResult
 from runtime.lowlevel import builtin_exception_name, tool_call_error
-
-if TYPE_CHECKING:
-    from host.sandbox import Session, SubprocessRuntime
-    from runtime import Limits, RunResult
 
 __all__ = ("StepOutcome", "Steps", "SyncSteps", "ToolSpec", "make_limits")
 
@@ -43,8 +41,6 @@ def make_limits(
 ) -> Limits:
     """``limits`` (or the defaults) with each limit given as an argument put in."""
     import msgspec
-
-    from runtime import Limits
 
     given = {
         "compute_ms": compute_ms,
@@ -66,6 +62,8 @@ class ToolSpec:
     params: tuple[str, ...]
     blocking: bool = True
     """True: a plain function, run in a worker thread; False: ``call`` returns an awaitable."""
+    encode: Callable[[Any], Any] = jsonable
+    """The value as the program gets it: lossless JSON (by default, what is not JSON as text)."""
 
 
 @dataclass
@@ -157,8 +155,6 @@ class Steps:
         """Run one step; ``final`` names the tool whose call ends the step as the answer;
         ``serializer`` is the source of the safe serializer a final answer that is not JSON
         is sent with (its tool decodes ``SAFE_ARGUMENT``)."""
-        from runtime import RunRequest
-
         if self._lock is None:
             self._lock = anyio.Lock()
         answers: list[Any] = []
@@ -199,7 +195,10 @@ def _binding(name: str, spec: ToolSpec, answers: list[Any] | None) -> Callable[[
             ) from exc
         if answers is not None:
             answers.append(value)
-        return jsonable(value)
+            return jsonable(value)  # the step ends: the program does nothing more with it
+        if spec.encode is jsonable:
+            return jsonable(value)
+        return await anyio.to_thread.run_sync(spec.encode, value)  # an image's PNG, say
 
     return call
 

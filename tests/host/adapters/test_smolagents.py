@@ -264,3 +264,44 @@ def test_a_builtin_exception_of_a_tool_is_caught_by_its_type(before: set[int]) -
     with _agent(model, DshExecutor()) as agent:
         assert agent.run("go") == "done"
         assert "caught KeyError True lookup" in agent.memory.steps[1].observations
+
+
+@tool  # type: ignore[untyped-decorator]
+def red_square(side: int) -> Any:
+    """A red square image.
+
+    Args:
+        side: its side in pixels
+    """
+    import PIL.Image
+
+    return PIL.Image.new("RGB", (side, side), (255, 0, 0))
+
+
+def test_a_tool_value_that_is_not_json_reaches_the_program_as_itself(before: set[int]) -> None:
+    from smolagents.default_tools import FinalAnswerTool
+
+    executor = _executor(red_square=red_square, final_answer=FinalAnswerTool())
+    try:
+        seen = executor(
+            "from PIL import Image\nimg = red_square(4)\n"
+            "[isinstance(img, Image.Image), img.size, img.getpixel((1, 1))]"
+        )
+        assert seen.output == "[True, (4, 4), (255, 0, 0)]"  # not JSON: shown as its str()
+        answer = executor("final_answer(img)").output  # and back, the session kept it
+        assert answer.size == (4, 4)
+    finally:
+        executor.cleanup()
+
+
+def test_a_failure_reads_as_local_python_executor_says_it(before: set[int]) -> None:
+    executor = _executor()
+    try:
+        assert executor.state["__name__"] == "__main__"
+        with pytest.raises(InterpreterError) as failed:
+            executor("def f():\n    raise ValueError('no')\n\nx = 1\nf()")
+        text = str(failed.value)
+        assert text.startswith("Code execution failed at line 'f()' due to: ValueError: no\n")
+        assert 'File "<program>", line 5, in <module>' in text  # the traceback follows
+    finally:
+        executor.cleanup()
