@@ -164,3 +164,21 @@ def test_an_eval_fn_without_tools_runs_and_a_tools_builtin_exception_keeps_its_t
     bare, caught = asyncio.run(main())
     assert bare == ("42\n", {"x": 6})
     assert caught[0] == "caught True lookup\n"
+
+
+def test_steps_never_block_the_callers_event_loop(before: set[int]) -> None:
+    from blockbuster import blockbuster_ctx
+
+    async def main() -> list[str]:
+        eval_fn = dsh_eval_fn(max_wall_ms=20_000)
+        try:
+            with blockbuster_ctx():  # every blocking call on this loop raises
+                outputs = []
+                for code in ("x = add(1, 2)\nprint(x)", "print(x + 1)", "print(lookup('pi'))"):
+                    text, _ = await eval_fn(code, {"add": add, "lookup": lookup})
+                    outputs.append(text)
+                return outputs
+        finally:
+            await eval_fn.aclose()  # type: ignore[attr-defined]
+
+    assert asyncio.run(main()) == ["3\n", "4\n", "3.14159\n"]
