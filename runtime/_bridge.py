@@ -20,7 +20,7 @@ from typing import Any, Literal, NoReturn
 
 import msgspec
 
-from runtime._errors import ToolCallError
+from runtime._errors import tool_call_error
 from runtime._json import json_problem
 from runtime._wire import (
     Call,
@@ -212,7 +212,9 @@ class Bridge:
             if isinstance(message, Reply):
                 self._deliver(message.id, message.value, None)
             elif isinstance(message, ReplyError):
-                error = ToolCallError(message.tool, message.message, message.code)
+                error = tool_call_error(
+                    message.tool, message.message, message.code, message.exception_type
+                )
                 self._deliver(message.id, None, error)
 
     def _deliver(self, call_id: int, value: Any, error: BaseException | None) -> None:

@@ -14,17 +14,27 @@ The tree::
                                   not start, a requested isolation level is unavailable); the
                                   runtime stays usable and the next run tries again
 
-A run never raises for what the program did: those outcomes are ``RunResult.error``.
+A run never raises for what the program did: those outcomes are ``RunResult.error``. A
+binding that failed with a builtin exception (``ZeroDivisionError``, ``KeyError``, ...) raises
+a ``ToolCallError`` that is also that builtin type (``tool_call_error``), so ``except
+KeyError`` around a tool call works as it would around a local function; the type travels by
+name, and only the builtin types in ``RECREATED_EXCEPTIONS`` are ever made.
 """
 
 from __future__ import annotations
 
+import builtins
+from typing import Final
+
 __all__ = (
+    "RECREATED_EXCEPTIONS",
     "HoldCall",
     "RuntimeClosedError",
     "RuntimeEnvironmentError",
     "RuntimeUsageError",
     "ToolCallError",
+    "builtin_exception_name",
+    "tool_call_error",
 )
 
 
@@ -63,3 +73,60 @@ class RuntimeClosedError(RuntimeUsageError):
 
 class RuntimeEnvironmentError(Exception):
     """Raised when this machine cannot run programs as asked (not the caller's mistake)."""
+
+
+#: Builtins a failure cannot be recreated as: the base itself, those whose constructor wants
+#: other arguments, and StopIteration's kind (a future refuses it; a generator turns it into
+#: RuntimeError).
+_NOT_RECREATED: Final = frozenset(
+    {
+        "Exception",
+        "ExceptionGroup",
+        "StopIteration",
+        "StopAsyncIteration",
+        "UnicodeDecodeError",
+        "UnicodeEncodeError",
+        "UnicodeTranslateError",
+    }
+)
+#: The builtin exception types a failed binding call can be raised as in a program, by name.
+RECREATED_EXCEPTIONS: Final[dict[str, type[Exception]]] = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type)
+    and issubclass(value, Exception)
+    and name == value.__name__  # not the aliases (IOError is OSError)
+    and name not in _NOT_RECREATED
+}
+_as_builtin: dict[str, type[ToolCallError]] = {}
+
+
+def builtin_exception_name(exc: BaseException) -> str | None:
+    """The name of the nearest builtin type of ``exc`` that a program can be given, if any."""
+    for cls in type(exc).__mro__:
+        if RECREATED_EXCEPTIONS.get(cls.__name__) is cls:
+            return cls.__name__
+    return None
+
+
+def tool_call_error(
+    tool: str, message: str, code: str = "TOOL_ERROR", exception_type: str | None = None
+) -> ToolCallError:
+    """A ``ToolCallError``; also the builtin ``exception_type`` if it names a recreated one."""
+    base = RECREATED_EXCEPTIONS.get(exception_type) if exception_type is not None else None
+    if base is None:
+        return ToolCallError(tool, message, code)
+    cls = _as_builtin.get(base.__name__)
+    if cls is None:
+        # Named as the builtin, so a traceback reads "KeyError: lookup: ..." as it would locally.
+        cls = type(
+            base.__name__,
+            (ToolCallError, base),
+            {
+                "__module__": "builtins",
+                "__qualname__": base.__name__,
+                "__doc__": f"A binding call failed with {base.__name__}.",
+            },
+        )
+        _as_builtin[base.__name__] = cls
+    return cls(tool, message, code)

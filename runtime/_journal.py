@@ -72,12 +72,14 @@ class JournalError(RuntimeUsageError):
     session state, another language, a decision for a call it does not hold)."""
 
 
-class CallFailure(msgspec.Struct, frozen=True, kw_only=True):
+class CallFailure(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """How a binding call failed: what the program's ``ToolCallError`` carried."""
 
     tool: str
     message: str
     code: str
+    exception_type: str | None = None
+    """The builtin exception it failed with (``KeyError``): the error in the program is one."""
 
 
 class JournalCall(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -28,7 +28,7 @@ from runtime._contract import (
     RunResult,
     current_call,
 )
-from runtime._errors import HoldCall
+from runtime._errors import HoldCall, builtin_exception_name
 from runtime._journal import (
     CallFailure,
     Decision,
@@ -70,6 +70,7 @@ def _failure_of(exc: Exception, name: str) -> CallFailure:
         tool=tool if isinstance(tool, str) else name,
         message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
         code=code if isinstance(code, str) else "TOOL_ERROR",
+        exception_type=builtin_exception_name(exc),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from runtime._errors import ToolCallError
+from runtime._errors import tool_call_error
 from runtime._journal import JournalCall, same_json, shown
 from runtime._wire import ChildFailureKind, Start
 
@@ -89,7 +89,10 @@ class Replayer:
         for waiter, call in ready:
             if call.error is not None:
                 error = call.error
-                self._deliver(waiter, None, ToolCallError(error.tool, error.message, error.code))
+                failed = tool_call_error(
+                    error.tool, error.message, error.code, error.exception_type
+                )
+                self._deliver(waiter, None, failed)
             else:
                 value = msgspec.json.decode(call.value) if call.value else None
                 self._deliver(waiter, value, None)

@@ -103,6 +103,8 @@ class ReplyError(msgspec.Struct, tag=True, frozen=True):
     tool: str
     message: str
     code: str
+    exception_type: str | None = None
+    """The builtin exception the call failed with (``KeyError``): the error is one too."""
 
 
 class Call(msgspec.Struct, tag=True, frozen=True):

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from runtime._budgets import BUDGET_KINDS, watch_request
     from runtime._checks import check_request
     from runtime._contain import searchable_by
+    from runtime._errors import RECREATED_EXCEPTIONS, builtin_exception_name, tool_call_error
     from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
     from runtime._ledger import CallLedger, Settled
     from runtime._procs import (
@@ -54,6 +55,7 @@ __all__ = (
     "CHILD_FAILURES",
     "HEADER",
     "MAX_DEPTH",
+    "RECREATED_EXCEPTIONS",
     "Call",
     "CallLedger",
     "ChildFailureKind",
@@ -75,6 +77,7 @@ __all__ = (
     "Start",
     "State",
     "TemplateConfig",
+    "builtin_exception_name",
     "check_request",
     "children",
     "compile_program",
@@ -88,6 +91,7 @@ __all__ = (
     "kill_tree",
     "process_cpu_ns",
     "searchable_by",
+    "tool_call_error",
     "tree_cpu_ns",
     "watch_request",
 )
@@ -100,6 +104,9 @@ _HOMES = {
     "CallLedger": "_ledger",
     "Settled": "_ledger",
     "searchable_by": "_contain",
+    **dict.fromkeys(
+        ("RECREATED_EXCEPTIONS", "builtin_exception_name", "tool_call_error"), "_errors"
+    ),
     "MAX_DEPTH": "_json",
     "JsonTooLarge": "_json",
     "json_problem": "_json",

@@ -28,7 +28,7 @@ import msgspec
 
 from runtime._checks import check_request
 from runtime._contract import RunError, RunRequest, RunResult, RunStats
-from runtime._errors import RuntimeClosedError, ToolCallError
+from runtime._errors import RuntimeClosedError, ToolCallError, tool_call_error
 from runtime._journal import Decision, Journal
 from runtime._json import JsonTooLarge, bare_repr, json_problem
 from runtime._ledger import CallLedger
@@ -408,7 +408,9 @@ def _bind(
             raise _Stopped
         if settled.failure is not None:
             failure = settled.failure
-            raise ToolCallError(failure.tool, failure.message, failure.code)
+            raise tool_call_error(
+                failure.tool, failure.message, failure.code, failure.exception_type
+            )
         return msgspec.json.decode(settled.value or b"null")
 
     def issue() -> Callable[[Any], Awaitable[Any]]:  # numbered when issued, not answered

@@ -5,22 +5,30 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import anyio
 from pydantic import TypeAdapter
 from pydantic_ai import ModelRetry, RunContext
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ToolFailed,
+    UnexpectedModelBehavior,
+)
 from pydantic_ai.messages import ToolCallPart, ToolReturn
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import ToolDefinition, ToolDenied
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, ToolsetTool, WrapperToolset
 from typing_extensions import TypedDict
 
+from host.adapters._program import jsonable
+from host.adapters._runtime import shared_runtime
 from host.adapters._steps import make_limits
-
-if TYPE_CHECKING:
-    from host.sandbox import Session
-    from runtime import Decision, Journal, Limits, RunResult
+from host.sandbox import Session
+from runtime import Decision, HoldCall, Journal, Limits, RunRequest, RunResult, current_call
+from runtime.lowlevel import builtin_exception_name, tool_call_error
+from sdkgen import python_names, python_sdk
 
 __all__ = ("DshCodeToolset",)
 
@@ -48,12 +56,32 @@ The `tools` module:
 ```"""
 
 
-class _InnerError(Exception):
-    """An inner tool failed: ``ToolCallError`` in the program, with this code."""
+@dataclass
+class _Waiting:
+    """A call of the program waiting for a person (an approval) or for the caller (deferred)."""
 
-    def __init__(self, tool: str, message: str, code: str) -> None:
-        super().__init__(message)
-        self.tool, self.message, self.code = tool, message, code
+    tool: str
+    args: dict[str, Any]
+    metadata: dict[str, Any] | None
+    kind: str = "unapproved"
+
+
+@dataclass
+class _Program:
+    """What one run of a program did that ``run_code`` answers for once it has ended."""
+
+    approval_metadata: Any
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    waiting: list[_Waiting] = field(default_factory=list)
+    escaped: list[BaseException] = field(default_factory=list)
+    """What must reach the caller as pydantic-ai lets it (a bug in a tool, retries spent)."""
+    terminal: list[ToolFailed] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)
+    succeeded: set[str] = field(default_factory=set)
+
+    def halt(self) -> None:
+        """The program stops at its next call (a deferred call: the caller answers for it)."""
+        self.stop.set()
 
 
 @dataclass
@@ -61,12 +89,15 @@ class DshCodeToolset(WrapperToolset[Any]):
     """Offer the wrapped toolset's tools to the model as one ``run_code`` tool (code mode).
 
     The program calls them as ``await tools.x(...)``; every call goes through pydantic-ai's
-    own tool execution (validation, ``ModelRetry``, approvals): a call needing approval
-    pauses the program and defers ``run_code`` (``DeferredToolRequests``), and once
-    approved the program resumes by replay: its earlier calls are answered from the run's
-    journal (none runs again) and the approved call runs. Variables persist across
-    ``run_code`` calls of one agent run (a session per run). A failed program is a
-    ``ModelRetry``, so the model reads its traceback and tries again.
+    own tool execution (validation, ``ModelRetry`` within the tool's own retry budget,
+    approvals): a call needing approval pauses the program and defers ``run_code``
+    (``DeferredToolRequests``, the tool's metadata kept), and once approved the program
+    resumes by replay: its earlier calls are answered from the run's journal (none runs
+    again) and the approved call runs (the approval's metadata reaching the tool); a
+    deferred or external call defers ``run_code`` too, the caller's answer its result. Variables persist across ``run_code``
+    calls of one agent run (a session per run). A failed program is a ``ModelRetry``, so the
+    model reads its traceback and tries again; one that ends on a tool's ``ToolFailed`` is a
+    ``ToolFailed``; a bug in a tool is raised to the caller.
     """
 
     limits: Limits | None = None
@@ -77,6 +108,8 @@ class DshCodeToolset(WrapperToolset[Any]):
     _session: Session | None = field(default=None, repr=False)
     _paused: dict[str, tuple[Journal, bytes]] = field(default_factory=dict, repr=False)
     """Paused runs by ``run_code`` call id: the journal, and the state the run started from."""
+    _retries: dict[str, int] = field(default_factory=dict, repr=False)
+    """The wrapped tools' retries so far in this agent run, counted as pydantic-ai counts."""
 
     @classmethod
     def over(
@@ -104,10 +137,9 @@ class DshCodeToolset(WrapperToolset[Any]):
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
         """A copy for this agent run: its own session, so runs do not share variables."""
-        return replace(self, wrapped=await self.wrapped.for_run(ctx), _session=None)
+        return replace(self, wrapped=await self.wrapped.for_run(ctx), _session=None, _retries={})
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        import sdkgen
 
         inner = await self.wrapped.get_tools(ctx)
         manifest = [
@@ -115,10 +147,15 @@ class DshCodeToolset(WrapperToolset[Any]):
                 "name": name,
                 "description": tool.tool_def.description or "",
                 "parameters": tool.tool_def.parameters_json_schema,
+                **(
+                    {"output": tool.tool_def.return_schema}
+                    if tool.tool_def.return_schema is not None
+                    else {}
+                ),
             }
             for name, tool in inner.items()
         ]
-        sdk = sdkgen.python_sdk(manifest, call_style="async").strip()
+        sdk = python_sdk(manifest, call_style="async").strip()
         tool_def = ToolDefinition(
             name=self.tool_name,
             description=_DESCRIPTION.format(sdk=sdk),
@@ -137,24 +174,26 @@ class DshCodeToolset(WrapperToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         """Run the program; its result, or ``ModelRetry`` with the failure."""
-        import sdkgen
-        from runtime import RunRequest
 
-        inner_ctx = replace(ctx)  # the nested manager writes itself into the context it gets
+        # The nested manager writes itself into the context it gets; its retries are the
+        # wrapped tools' own, so each tool sees its real ctx.retry and spends its own budget.
+        inner_ctx = replace(ctx, retries=dict(self._retries))
         manager = await ToolManager(toolset=self.wrapped).for_run_step(inner_ctx)
         assert manager.tools is not None
-        names = sdkgen.python_names(
+        names = python_names(
             [
                 {"name": n, "parameters": t.tool_def.parameters_json_schema}
                 for n, t in manager.tools.items()
             ]
         )
         call_id = ctx.tool_call_id or ""
-        paused = self._paused.pop(call_id, None) if ctx.tool_call_approved else None
+        resumed = ctx.tool_call_approved
+        paused = self._paused.pop(call_id, None) if resumed else None
         if paused is not None and paused[0].program != tool_args["code"]:
             paused = None  # approved with other code (override_args): a run of its own
+        program = _Program(approval_metadata=ctx.tool_call_metadata if resumed else None)
         bindings = {
-            f"tools.{escaped}": self._binding(manager, original)
+            f"tools.{escaped}": self._binding(manager, original, program)
             for escaped, original in names.items()
         }
         request = RunRequest(
@@ -170,6 +209,7 @@ class DshCodeToolset(WrapperToolset[Any]):
                 max_parallel_sub_calls=None,
             ),
             call_style="async",
+            abort=program.stop,
         )
         session = await self._get_session(paused[1] if paused is not None else None)
         started_from = session.state
@@ -179,43 +219,68 @@ class DshCodeToolset(WrapperToolset[Any]):
             journal = paused[0]
             allow: dict[str, Decision] = {held.call_id: "allow" for held in journal.pending}
             result = await session.run(request, resume=journal, decisions=allow)
+        if program.escaped:
+            raise program.escaped[0]
         if result.paused and result.journal is not None:
             self._paused[call_id] = (result.journal, started_from)
             while len(self._paused) > _PAUSED_KEPT:
                 del self._paused[next(iter(self._paused))]
-            calls = [
-                {"tool": names.get(held.name.split(".", 1)[-1], held.name), "args": held.args}
-                for held in result.pending
-            ]
-            raise ApprovalRequired(metadata={"calls": calls})
-        return _answer(result)
+        if program.waiting:
+            raise _deferral(program.waiting)
+        self._count_retries(program)
+        return _answer(result, program)
 
-    def _binding(self, manager: ToolManager[Any], tool: str) -> Any:
+    def _count_retries(self, program: _Program) -> None:
+        """As pydantic-ai carries retries to the next step: a success resets, a failure adds."""
+        counts = {n: c for n, c in self._retries.items() if n not in program.succeeded}
+        counts.update({n: self._retries.get(n, 0) + 1 for n in program.failed})
+        self._retries.clear()
+        self._retries.update(counts)
+
+    def _binding(self, manager: ToolManager[Any], tool: str, program: _Program) -> Any:
+
         async def call(args: Any) -> Any:
-            from runtime import HoldCall, current_call
-
             kwargs = args if isinstance(args, dict) else {}
             info = current_call.get()
             allowed = info is not None and info.approved  # a person approved it: resumed
             part = ToolCallPart(tool_name=tool, args=kwargs, tool_call_id=f"dsh-code-{next(_ids)}")
             try:
                 value = await manager.handle_call(
-                    part, approved=allowed, wrap_validation_errors=False
+                    part,
+                    approved=allowed,
+                    metadata=program.approval_metadata if allowed else None,
+                    wrap_validation_errors=False,
                 )
-            except (ApprovalRequired, CallDeferred) as exc:
-                if isinstance(exc, CallDeferred):
-                    raise _InnerError(
-                        tool, "the tool defers its call: not in code mode", "DENIED"
-                    ) from exc
+            except ApprovalRequired as exc:
+                program.waiting.append(_Waiting(tool, dict(kwargs), exc.metadata))
                 raise HoldCall(f"{tool} needs a person's approval") from exc  # the run pauses
+            except CallDeferred as exc:
+                program.waiting.append(_Waiting(tool, dict(kwargs), exc.metadata, exc.kind))
+                program.halt()  # the program stops here: the caller answers for run_code
+                raise tool_call_error(tool, "deferred to the caller", "DENIED") from exc
             except ModelRetry as exc:
-                raise _InnerError(tool, exc.message, "TOOL_ERROR") from exc
+                program.failed.add(tool)
+                spent = self._retries.get(tool, 0)
+                budget = manager.tools[tool].max_retries if manager.tools else 0
+                if spent >= budget:  # as pydantic-ai ends a run whose tool spent its retries
+                    program.escaped.append(_retries_spent(tool, budget, exc))
+                    program.halt()
+                raise tool_call_error(tool, exc.message, "TOOL_ERROR") from exc
+            except ToolFailed as exc:  # terminal: no retry budget spent
+                program.terminal.append(exc)
+                raise tool_call_error(tool, exc.message, "TOOL_ERROR") from exc
             except Exception as exc:
-                if type(exc).__name__ == "ValidationError":
-                    raise _InnerError(tool, str(exc), "INVALID_ARGS") from exc
-                raise _InnerError(tool, str(exc) or type(exc).__name__, "TOOL_ERROR") from exc
+                if type(exc).__name__ != "ValidationError":
+                    program.escaped.append(exc)  # a bug in the tool: the caller's, as usual
+                    program.halt()
+                    raise tool_call_error(tool, "the tool failed", "TOOL_ERROR") from exc
+                program.failed.add(tool)
+                raise tool_call_error(
+                    tool, str(exc), "INVALID_ARGS", builtin_exception_name(exc)
+                ) from exc
             if isinstance(value, ToolDenied):
-                raise _InnerError(tool, value.message, "DENIED")
+                raise tool_call_error(tool, value.message, "DENIED")
+            program.succeeded.add(tool)
             if isinstance(value, ToolReturn):
                 value = value.return_value
             return _to_json(value)
@@ -226,29 +291,54 @@ class DshCodeToolset(WrapperToolset[Any]):
         """This agent run's session (``state``: resume one from the state a paused run began
         with; a paused run committed nothing)."""
         if self._session is None or state is not None:
-            from host.adapters import shared_runtime
-
             runtime = await shared_runtime(**self.runtime_options)
             self._session = runtime.session(state=state, max_state_bytes=self.max_state_bytes)
         return self._session
 
 
+def _deferral(waiting: list[_Waiting]) -> Exception:
+    """``run_code`` deferred for the calls that wait: approvals first (the run resumes)."""
+    approvals = [w for w in waiting if w.kind == "unapproved"]
+    shown = approvals or waiting
+    calls = [
+        {"tool": w.tool, "args": w.args, **({"metadata": w.metadata} if w.metadata else {})}
+        for w in shown
+    ]
+    # The first call's own metadata stays at the top, as it would outside code mode.
+    metadata = {**(shown[0].metadata or {}), "calls": calls}
+    if approvals:
+        return ApprovalRequired(metadata=metadata)
+    if shown[0].kind == "question":
+        return CallDeferred(metadata=metadata, kind="question")
+    return CallDeferred(metadata=metadata)
+
+
 def _to_json(value: Any) -> Any:
     """A tool's return value as JSON (pydantic models and dataclasses dumped)."""
-    from host.adapters._program import jsonable
-
     try:
         return TypeAdapter(Any).dump_python(value, mode="json")
     except Exception:
         return jsonable(value)
 
 
-def _answer(result: RunResult) -> Any:
+def _retries_spent(tool: str, budget: int, cause: ModelRetry) -> UnexpectedModelBehavior:
+    error = UnexpectedModelBehavior(
+        f"Tool {tool!r} exceeded max retries count of {budget}. Consider raising the retry "
+        "limit, or see the docs on tool retries: "
+        "https://pydantic.dev/docs/ai/tools-toolsets/tools-advanced/#tool-retries"
+    )
+    error.__cause__ = cause
+    return error
+
+
+def _answer(result: RunResult, program: _Program) -> Any:
     if result.error is not None:
         error = result.error
         text = error.message if error.kind == "exception" else f"{error.kind}: {error.message}"
         if result.logs:
             text += "\nlogs so far:\n" + "\n".join(result.logs)
+        if program.terminal and error.kind == "exception":
+            raise ToolFailed(f"the program failed: {text}")  # it ended on a terminal failure
         raise ModelRetry(f"the program failed: {text}")
     out: dict[str, Any] = {"logs": list(result.logs)}
     if result.has_value:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from host.adapters._program import SAFE_ARGUMENT, jsonable
 from host.adapters._steps import Steps, SyncSteps, ToolSpec, make_limits
 
 if TYPE_CHECKING:
@@ -14,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = ("DshExecutor",)
 
 _registered = False
+_FINAL = "final_answer"
 
 
 def _register() -> None:
@@ -32,7 +36,72 @@ def _register() -> None:
 
 def _tool_spec(tool: Any) -> ToolSpec:
     params = tuple(getattr(tool, "inputs", None) or ())
-    return ToolSpec(tool, params)
+    return ToolSpec(tool, params, encode=_safe_value)
+
+
+def _safe_value(value: Any) -> Any:
+    """A tool's value for the program: JSON as it is; else as smolagents' remote executors
+    send values, through its safe serializer (an image, an array arrive as themselves);
+    what that cannot write, as text."""
+    from smolagents.serialization import SafeSerializer, SerializationError
+
+    from runtime.lowlevel import json_problem
+
+    if json_problem(value) is None:
+        return value
+    try:
+        return {SAFE_ARGUMENT: SafeSerializer.dumps(value, allow_pickle=False)}
+    except SerializationError:
+        return jsonable(value)
+
+
+def _final_answer_spec(tool: Any) -> ToolSpec:
+    """The final answer tool, taking what is not JSON as the safe serializer wrote it."""
+    from smolagents.serialization import SafeSerializer
+
+    def call(**kwargs: Any) -> Any:
+        if SAFE_ARGUMENT in kwargs:  # never pickle: JSON with smolagents' type tags
+            kwargs = SafeSerializer.loads(kwargs[SAFE_ARGUMENT], allow_pickle=False)
+        return tool(**kwargs)
+
+    return ToolSpec(call, _tool_spec(tool).params)
+
+
+_MODULE_FRAME = re.compile(r'File "<program>", line (\d+), in <module>')
+
+
+def _as_local_executor_says(code: str, error: str) -> str:
+    """``error`` led by the line LocalPythonExecutor gives the model: the top-level
+    statement that failed and the exception (the traceback follows)."""
+    frame = _MODULE_FRAME.search(error)
+    lines = error.strip().splitlines()
+    if frame is None or not lines:
+        return error
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return error
+    lineno = int(frame.group(1))
+    for node in tree.body:
+        if node.lineno <= lineno <= (node.end_lineno or node.lineno):
+            segment = ast.get_source_segment(code, node)
+            return f"Code execution failed at line '{segment}' due to: {lines[-1]}\n{error}"
+    return error
+
+
+def _serializer_source() -> str:
+    """smolagents' safe serializer, as its remote executors send it into their sandboxes."""
+    global _serializer
+    if _serializer is None:
+        import inspect
+
+        from smolagents import serialization
+
+        _serializer = inspect.getsource(serialization)
+    return _serializer
+
+
+_serializer: str | None = None
 
 
 class DshExecutor:
@@ -79,12 +148,16 @@ class DshExecutor:
         )
         self._tools: dict[str, ToolSpec] = {}
         self._variables: dict[str, Any] = {}
-        self.state: dict[str, Any] = {"_print_outputs": ""}
-        """What CodeAgent reads after a failed step: ``_print_outputs``, the logs so far."""
+        self.state: dict[str, Any] = {"__name__": "__main__", "_print_outputs": ""}
+        """What CodeAgent reads after a failed step: ``_print_outputs``, the logs so far (the
+        program's variables live in its session, not here)."""
 
     def send_tools(self, tools: Mapping[str, Any]) -> None:
         """The tools (and managed agents) the program may call, by name."""
-        self._tools = {name: _tool_spec(tool) for name, tool in tools.items()}
+        self._tools = {
+            name: _final_answer_spec(tool) if name == _FINAL else _tool_spec(tool)
+            for name, tool in tools.items()
+        }
 
     def send_variables(self, variables: Mapping[str, Any]) -> None:
         """Variables the next step starts with (pickled into its child)."""
@@ -94,15 +167,17 @@ class DshExecutor:
         """Run one step: ``CodeOutput(output, logs, is_final_answer)``, or ``InterpreterError``."""
         from smolagents.local_python_executor import CodeOutput, InterpreterError
 
+        final = _FINAL if _FINAL in self._tools else None
         outcome = self._steps.run(
             code_action,
             self._tools,
-            final="final_answer" if "final_answer" in self._tools else None,
+            final=final,
             variables=self._variables,
+            serializer=_serializer_source() if self._tools else "",
         )
         self.state["_print_outputs"] = outcome.logs
         if outcome.error is not None and not outcome.is_final_answer:
-            raise InterpreterError(outcome.error)
+            raise InterpreterError(_as_local_executor_says(code_action, outcome.error))
         self._variables = {}  # the session carries them now
         return CodeOutput(
             output=outcome.output, logs=outcome.logs, is_final_answer=outcome.is_final_answer

@@ -8,7 +8,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -18,15 +18,14 @@ from host.adapters._program import (
     FINAL_ANSWER_SIGNAL,
     NAMESPACE,
     OUR_NAMES,
+    Program,
     build_program,
     jsonable,
     program_inputs,
-    unshift,
 )
-
-if TYPE_CHECKING:
-    from host.sandbox import Session, SubprocessRuntime
-    from runtime import Limits, RunResult
+from host.sandbox import Session, SubprocessRuntime
+from runtime import Limits, RunRequest, RunResult
+from runtime.lowlevel import builtin_exception_name, tool_call_error
 
 __all__ = ("StepOutcome", "Steps", "SyncSteps", "ToolSpec", "make_limits")
 
@@ -42,8 +41,6 @@ def make_limits(
 ) -> Limits:
     """``limits`` (or the defaults) with each limit given as an argument put in."""
     import msgspec
-
-    from runtime import Limits
 
     given = {
         "compute_ms": compute_ms,
@@ -65,6 +62,8 @@ class ToolSpec:
     params: tuple[str, ...]
     blocking: bool = True
     """True: a plain function, run in a worker thread; False: ``call`` returns an awaitable."""
+    encode: Callable[[Any], Any] = jsonable
+    """The value as the program gets it: lossless JSON (by default, what is not JSON as text)."""
 
 
 @dataclass
@@ -151,10 +150,11 @@ class Steps:
         final: str | None = None,
         variables: Mapping[str, Any] | None = None,
         epilogue: str = "",
+        serializer: str = "",
     ) -> StepOutcome:
-        """Run one step; ``final`` names the tool whose call ends the step as the answer."""
-        from runtime import RunRequest
-
+        """Run one step; ``final`` names the tool whose call ends the step as the answer;
+        ``serializer`` is the source of the safe serializer a final answer that is not JSON
+        is sent with (its tool decodes ``SAFE_ARGUMENT``)."""
         if self._lock is None:
             self._lock = anyio.Lock()
         answers: list[Any] = []
@@ -162,16 +162,19 @@ class Steps:
             f"{NAMESPACE}.{name}": _binding(name, spec, answers if name == final else None)
             for name, spec in tools.items()
         }
+        program = build_program(code, final if final in tools else None, epilogue=epilogue)
         request = RunRequest(
-            program=build_program(code, final if final in tools else None, epilogue=epilogue),
+            program=program.text,
             bindings=bindings,
-            inputs=program_inputs({n: s.params for n, s in tools.items()}, variables or {}),
+            inputs=program_inputs(
+                {n: s.params for n, s in tools.items()}, variables or {}, serializer
+            ),
             limits=self.limits,
             call_style="sync",
         )
         async with self._lock:
             result = await (await self._get_session()).run(request)
-        return _outcome(result, set(tools), answers)
+        return _outcome(result, set(tools), answers, program)
 
     async def aclose(self) -> None:
         """Forget the session (its variables); the runtime is the caller's or the loop's."""
@@ -181,18 +184,28 @@ class Steps:
 def _binding(name: str, spec: ToolSpec, answers: list[Any] | None) -> Callable[[Any], Any]:
     async def call(args: Any) -> Any:
         kwargs = args if isinstance(args, dict) else {}
-        if spec.blocking:
-            value = await anyio.to_thread.run_sync(functools.partial(spec.call, **kwargs))
-        else:
-            value = await spec.call(**kwargs)
+        try:
+            if spec.blocking:
+                value = await anyio.to_thread.run_sync(functools.partial(spec.call, **kwargs))
+            else:
+                value = await spec.call(**kwargs)
+        except Exception as exc:  # the program sees the tool's name, and a builtin type as it
+            raise tool_call_error(
+                name, str(exc) or type(exc).__name__, "TOOL_ERROR", builtin_exception_name(exc)
+            ) from exc
         if answers is not None:
             answers.append(value)
-        return jsonable(value)
+            return jsonable(value)  # the step ends: the program does nothing more with it
+        if spec.encode is jsonable:
+            return jsonable(value)
+        return await anyio.to_thread.run_sync(spec.encode, value)  # an image's PNG, say
 
     return call
 
 
-def _outcome(result: RunResult, tools: set[str], answers: list[Any]) -> StepOutcome:
+def _outcome(
+    result: RunResult, tools: set[str], answers: list[Any], program: Program
+) -> StepOutcome:
     logs = "".join(f"{line}\n" for line in result.logs)
     dropped = {
         name: why
@@ -208,7 +221,7 @@ def _outcome(result: RunResult, tools: set[str], answers: list[Any]) -> StepOutc
         return out
     if error is not None:
         out.kind = error.kind
-        message = unshift(error.message)
+        message = program.shown(error.message)
         out.error = message if error.kind == "exception" else f"{error.kind}: {message}"
         return out
     out.output = result.value if result.has_value else None

@@ -48,9 +48,9 @@ from runtime import (
     RunStats,
     RuntimeClosedError,
     RuntimeUsageError,
-    ToolCallError,
     current_call,
 )
+from runtime.lowlevel import tool_call_error
 
 __all__ = ("NodeActor",)
 
@@ -171,7 +171,9 @@ class _NodeRun:
             finally:
                 self.pending.pop(call_id, None)
             if isinstance(answer, Refusal):
-                raise ToolCallError(answer.tool, answer.message, answer.code)
+                raise tool_call_error(
+                    answer.tool, answer.message, answer.code, answer.exception_type
+                )
             if isinstance(answer, Held):
                 raise HoldCall(answer.reason)
             return answer.value

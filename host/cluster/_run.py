@@ -51,7 +51,7 @@ from runtime import (
     RuntimeUsageError,
     current_call,
 )
-from runtime.lowlevel import json_problem
+from runtime.lowlevel import builtin_exception_name, json_problem
 
 __all__ = ("ClusterRun", "NodeLost", "NotStarted")
 
@@ -322,6 +322,7 @@ class ClusterRun:
                     tool=tool if isinstance(tool, str) else call.name,
                     message=str(getattr(exc, "message", "") or exc) or type(exc).__name__,
                     code=code if isinstance(code, str) else "TOOL_ERROR",
+                    exception_type=builtin_exception_name(exc),
                 )
             else:
                 problem = json_problem(value)

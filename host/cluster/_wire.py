@@ -154,6 +154,8 @@ class Refusal(msgspec.Struct, frozen=True, tag="e", array_like=True):
     tool: str
     message: str
     code: str
+    exception_type: str | None = None
+    """The builtin exception the call failed with: the program's error is one too."""
 
 
 class Held(msgspec.Struct, frozen=True, tag="h", array_like=True):

@@ -59,6 +59,7 @@ from runtime import (
     ToolCallError,
     current_call,
 )
+from runtime.lowlevel import tool_call_error
 
 __all__ = (
     "DISPATCH_EVENT",
@@ -503,7 +504,9 @@ class CodeMode:
                 if result.error is not None:
                     if result.error.code == ErrorCode.PAUSED:
                         raise HoldCall(pause_reason(result))  # the run pauses on this call
-                    raise ToolCallError(tool, result.error.message, str(result.error.code))
+                    raise tool_call_error(  # a builtin type the tool raised stays that type
+                        tool, result.error.message, str(result.error.code), result.error.name
+                    )
                 return thaw(result.value)
 
             return binding

@@ -38,13 +38,14 @@ def _dsh_fastmcp(external, names):
     import asyncio
 
     base = ToolCallError
+    plains = {}
 
-    class Plain(base):
-        def __str__(self):
-            return self.message
-
-    Plain.__name__ = Plain.__qualname__ = "ToolCallError"
-    Plain.__module__ = base.__module__
+    def plain_of(kind):  # ToolCallError, or one that is a builtin type too, as its message
+        if kind not in plains:
+            plain = type(kind.__name__, (kind,), {"__str__": lambda self: self.message})
+            plain.__qualname__, plain.__module__ = kind.__qualname__, kind.__module__
+            plains[kind] = plain
+        return plains[kind]
 
     def wrap(name):
         binding = getattr(external, name)
@@ -53,9 +54,10 @@ def _dsh_fastmcp(external, names):
             try:
                 return await binding(args=list(args), kwargs=kwargs)
             except base as exc:
-                if type(exc) is not base:
+                kind = type(exc)
+                if kind is not base and kind.__module__ != "builtins":
                     raise
-                raise Plain(exc.tool, exc.message, exc.code) from None
+                raise plain_of(kind)(exc.tool, exc.message, exc.code) from None
 
         def function(*args, **kwargs):
             coroutine = call(*args, **kwargs)
@@ -79,16 +81,6 @@ def _prelude_line(names: list[str]) -> str:
         f"globals().update(_dsh_fastmcp({NAMESPACE}, {names!r})); "
         f"del _dsh_fastmcp, {_PRELUDE_INPUT}"
     )
-
-
-class _ExternalError(Exception):
-    """An external function failed: ``ToolCallError`` in the program, under its own name."""
-
-    def __init__(self, tool: str, message: str, code: str = "TOOL_ERROR") -> None:
-        super().__init__(message)
-        self.tool = tool
-        self.message = message
-        self.code = code
 
 
 def _shift(text: str) -> str:
@@ -120,8 +112,13 @@ async def _invoke(name: str, fn: Callable[..., Any], payload: Any) -> Any:
     except Exception as exc:
         from fastmcp.exceptions import NotFoundError
 
+        from runtime.lowlevel import builtin_exception_name, tool_call_error
+
         code = "UNKNOWN_TOOL" if isinstance(exc, NotFoundError) else "TOOL_ERROR"
-        raise _ExternalError(name, str(exc) or type(exc).__name__, code) from exc
+        # A builtin type stays that type in the program (``except KeyError`` works).
+        raise tool_call_error(
+            name, str(exc) or type(exc).__name__, code, builtin_exception_name(exc)
+        ) from exc
     return value
 
 

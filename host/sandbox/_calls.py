@@ -112,7 +112,13 @@ def reply_frame(call: QueuedCall, settled: Settled) -> bytes:
     failure = settled.failure
     if failure is not None:
         return encode_frame(
-            ReplyError(id=call.id, tool=failure.tool, message=failure.message, code=failure.code)
+            ReplyError(
+                id=call.id,
+                tool=failure.tool,
+                message=failure.message,
+                code=failure.code,
+                exception_type=failure.exception_type,
+            )
         )
     return encode_frame(Reply(id=call.id, value=msgspec.Raw(settled.value or b"null")))
 

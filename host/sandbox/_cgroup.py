@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -159,6 +160,8 @@ class CgroupSet:
         self.max_processes = max_processes
         self._free: list[RunCgroup] = []
         self._leftover: list[RunCgroup] = []
+        #: Releases come from worker threads (never the event loop), several at a time.
+        self._releasing = threading.Lock()
 
     @classmethod
     def create(cls, max_processes: int) -> tuple[CgroupSet | None, str]:
@@ -236,7 +239,7 @@ class CgroupSet:
 
     def new_run(self) -> RunCgroup:
         """An empty cgroup (in every hierarchy) for one child. Raises OSError."""
-        if self._free:
+        with contextlib.suppress(IndexError):  # another thread may take the last one
             return self._free.pop()
         name = f"run-{next(_counter)}"
         made: dict[str, str] = {}
@@ -256,14 +259,15 @@ class CgroupSet:
 
     def release(self, cgroup: RunCgroup) -> None:
         """Keep a run's cgroup for a later child once it is empty, else remove it later."""
-        self._leftover = [c for c in self._leftover if not c.remove()]
-        if cgroup.populated():  # a run that outlived its settle timeout, or a discarded spare
-            cgroup.kill()
-            if not cgroup.remove():
-                self._leftover.append(cgroup)
-            return
-        cgroup.rebase()
-        self._free.append(cgroup)
+        with self._releasing:
+            self._leftover = [c for c in self._leftover if not c.remove()]
+            if cgroup.populated():  # a run that outlived its settle timeout, or a lost spare
+                cgroup.kill()
+                if not cgroup.remove():
+                    self._leftover.append(cgroup)
+                return
+            cgroup.rebase()
+            self._free.append(cgroup)
 
     def close(self) -> None:
         """Remove every cgroup we made (after the runs are gone)."""
@@ -301,7 +305,11 @@ class RunCgroup:
                 # read and written at every run's end: kept open (one syscall, not three)
                 self._fds["procs"] = _open(paths["unified"] + "/cgroup.procs", os.O_RDONLY)
                 with contextlib.suppress(OSError):  # cgroup.kill: Linux 5.14 and later
-                    self._fds["kill"] = _open(paths["unified"] + "/cgroup.kill", os.O_WRONLY)
+                    # Written on the event loop when a run settles: a kernel control file
+                    # (it signals, it never waits for I/O), so O_NONBLOCK says what it is.
+                    self._fds["kill"] = _open(
+                        paths["unified"] + "/cgroup.kill", os.O_WRONLY | os.O_NONBLOCK
+                    )
             if "memory" in paths:
                 self._fds["oom"] = _open(paths["memory"] + "/memory.oom_control", os.O_RDONLY)
             elif os.path.exists(paths.get("unified", "") + "/memory.events"):
@@ -321,6 +329,10 @@ class RunCgroup:
         if "cpu" not in self._fds or "procs" not in self._fds:
             return []
         return [self._fds[k] for k in ("cpu", "procs", "kill") if k in self._fds]
+
+    def caps_memory_at(self, heap_bytes: int) -> bool:
+        """True if the cgroup is already capped for a heap of ``heap_bytes``."""
+        return self._memory_limit == heap_bytes + MEMORY_HEADROOM
 
     def limit_memory(self, heap_bytes: int) -> None:
         """Cap the run's memory at ``heap_bytes`` plus headroom (no-op without a controller)."""

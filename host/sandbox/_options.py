@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 
@@ -21,12 +22,18 @@ def keeps_state(session: SessionState | None, error: RunError) -> bool:
     return session is not None and session.keep_failed and error.kind in _KEPT_AFTER
 
 
+@functools.cache
 def default_workdir_root() -> str:
-    """/dev/shm when writable (tmpfs: a run's mkdir + rmdir cost ~30 µs, not ~2 ms), else TMPDIR."""
+    """/dev/shm when writable (tmpfs: a run's mkdir + rmdir cost ~30 µs, not ~2 ms), else TMPDIR.
+    Looked up once, when this module is imported: a runtime made on an event loop stats
+    nothing there."""
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return tempfile.gettempdir()
+
+
+default_workdir_root()
 
 
 class SessionState(msgspec.Struct, kw_only=True):

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import msgspec
 
 from host.sandbox._calls import CallServer, replay_fields
@@ -266,9 +267,10 @@ class Run(Intake):
             state_on_failure=self.session is not None and self.session.keep_failed,
             **replay_fields(self.ledger),
         )
-        if self.slot.cgroup is not None:
-            try:
-                self.slot.cgroup.limit_memory(start.heap_bytes)
+        cgroup = self.slot.cgroup
+        if cgroup is not None and not cgroup.caps_memory_at(start.heap_bytes):
+            try:  # not as the slot was made ahead of time: the writes go to a thread
+                await anyio.to_thread.run_sync(cgroup.limit_memory, start.heap_bytes)
             except OSError as exc:
                 _log.warning("dsh-code: cannot cap a run's memory cgroup: %s", exc)
         pid = await self.slot.wait_pid()
@@ -438,8 +440,7 @@ class Run(Intake):
             if self._pidfd is not None:
                 close_fd(self._pidfd)
                 self._pidfd = None
-            self.slot.close()
-            self.slot.remove_workdir()
+            self.slot.close()  # its directory and cgroup: the runtime frees them off the loop
 
     async def _wait_cgroup_empty(self, cgroup: RunCgroup) -> None:
         """Until no process of the run is alive (a killed fork bomb takes a while to exit)."""

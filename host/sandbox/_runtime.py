@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import marshal
 import os
 import secrets
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import anyio
 
 from host.sandbox._background import Background
-from host.sandbox._cgroup import CgroupSet
+from host.sandbox._cgroup import CgroupSet, RunCgroup
 from host.sandbox._options import RunOptions, SessionState, default_workdir_root
 from host.sandbox._run import Run
 from host.sandbox._session import MAX_STATE_BYTES, Session
@@ -21,10 +23,11 @@ from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
 from host.sandbox._uids import DEFAULT_UIDS, UidPool
 from host.sandbox._watchdog import Watchdog
-from host.sandbox._workdir import sweep_stale
+from host.sandbox._workdir import make_workdir, remove_tree, sweep_stale
 from runtime import (
     Decision,
     Journal,
+    Limits,
     RunError,
     RunRequest,
     RunResult,
@@ -44,6 +47,10 @@ from runtime.lowlevel import (
 )
 
 __all__ = ("SubprocessRuntime",)
+
+T = TypeVar("T")
+#: Children's cgroups and directories made ahead of time, so a fork waits for no thread.
+_ROOMS_AHEAD = 2
 
 _log = logging.getLogger("host.sandbox")
 #: Programs longer than this (characters) are compiled in their child, not on our event loop.
@@ -150,6 +157,8 @@ class SubprocessRuntime:
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
         self._compiled: dict[tuple[str, str], bytes] = {}
+        #: The last run's heap cap: a spare's cgroup is capped so ahead of time.
+        self._heap_bytes = Limits().max_heap_mb * 1024 * 1024
         self._options = RunOptions(
             workdir_root=workdir_root or default_workdir_root(),
             max_frame_bytes=max_frame_bytes,
@@ -163,7 +172,7 @@ class SubprocessRuntime:
         root = os.geteuid() == 0
         # On a root host: a uid per run from a pool (the default), or one uid for all.
         self._uids = (
-            UidPool(run_as_uid or DEFAULT_UIDS, max_concurrent_runs + prefork + 2)
+            UidPool(run_as_uid or DEFAULT_UIDS, max_concurrent_runs + prefork + _ROOMS_AHEAD + 2)
             if root and not isinstance(run_as_uid, int)
             else None
         )
@@ -176,6 +185,10 @@ class SubprocessRuntime:
         self._seeded: dict[int, TemplateProcess] = {}  # by hash seed, for resumes
         self._template_lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
+        self._files: anyio.CapacityLimiter | None = None
+        # made ahead, for the next forks: cgroup, directory, uid
+        self._rooms: list[tuple[RunCgroup | None, str, int | None]] = []
+        self._filling = False
         self._runs: set[Run] = set()
         self._background = Background()
         self._watchdog = Watchdog()
@@ -364,6 +377,7 @@ class SubprocessRuntime:
                 template = await self._seeded_template(ledger.seeds.hash)
             if self._closed:
                 return self._failed_before_start(closed), None
+            self._heap_bytes = request.limits.max_heap_mb * 1024 * 1024
             slot = await self._take_slot(template)
             run = Run(request, code, slot, self._options, self._watchdog, session, ledger)
             self._runs.add(run)
@@ -384,9 +398,12 @@ class SubprocessRuntime:
         try:
             await run.release()
         finally:
-            self._release_slot(run.slot)
-            limiter.release_on_behalf_of(ticket)
-            self._leave()
+            try:
+                with anyio.CancelScope(shield=True):  # file system work: off the event loop
+                    await self._in_worker(self._free_room, run.slot)
+            finally:
+                limiter.release_on_behalf_of(ticket)
+                self._leave()
 
     async def _compile(self, program: str, policy: Policy) -> bytes:
         """The marshalled code of ``program`` (b"": the child compiles it); the last few are
@@ -492,16 +509,16 @@ class SubprocessRuntime:
         root = self._options.workdir_root
         uid = self._fixed_uid
         if self._uids is not None:
-            await anyio.to_thread.run_sync(self._uids.open)
+            await self._in_worker(self._uids.open)
             uid = self._uids.uids[0]
-        if uid is not None and not searchable_by(root, uid, uid):
+        if uid is not None and not await self._in_worker(searchable_by, root, uid, uid):
             raise RuntimeEnvironmentError(
                 f"workdir_root {root} is not searchable by uid {uid}, a uid programs run as on "
                 "this root host: make every directory on the way searchable by others (chmod "
                 "o+x), choose another workdir_root, or pass run_as_uid=0"
             )
         self._swept = True
-        removed = await anyio.to_thread.run_sync(sweep_stale, root)
+        removed = await self._in_worker(sweep_stale, root)
         if removed:
             _log.info("dsh-code: removed %d run directories left by dead runtimes", removed)
 
@@ -517,8 +534,11 @@ class SubprocessRuntime:
                 slot = spare
             else:
                 spare.discard()
-                self._release_slot(spare)
-                spare.remove_workdir()
+                self._entered += 1  # until its files are gone: aclose() waits for them
+                self._background.spawn(
+                    functools.partial(self._free_room_later, spare),
+                    what="removing a stale spare's files",
+                )
         if slot is None:
             slot = await self._fork(template, spare=False)
         if len(self._spares) < self._prefork and not self._replenishing:
@@ -530,17 +550,11 @@ class SubprocessRuntime:
     async def _fork(self, template: TemplateProcess, *, spare: bool) -> ChildSlot:
         """A new child slot, in fresh cgroups when we have them. A ``spare`` warms up while
         it waits; a child forked for a run now goes straight to it."""
-        cgroup = None
-        if self._cgroups is not None:
-            try:
-                cgroup = self._cgroups.new_run()
-            except OSError as exc:
-                _log.warning("dsh-code: a run goes without cgroups: %s", exc)
-        uid = self._uids.take() if self._uids is not None else self._fixed_uid
+        cgroup, workdir, uid = await self._room()
         try:
             return await ChildSlot.fork(
                 template,
-                workdir_root=self._options.workdir_root,
+                workdir=workdir,
                 file_bytes=self._options.max_file_bytes,
                 open_files=self._options.max_open_files,
                 warm_up=spare,
@@ -551,10 +565,75 @@ class SubprocessRuntime:
             )
         except BaseException:
             if cgroup is not None and self._cgroups is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._in_worker(self._cgroups.release, cgroup)
+            if uid is not None and self._uids is not None:
+                self._uids.give(uid)
+            raise
+
+    async def _room(self) -> tuple[RunCgroup | None, str, int | None]:
+        """A child's cgroup, directory and uid: one made ahead of time (a run then waits for
+        no thread), else one made now; the stock is refilled in the background."""
+        room = self._rooms.pop() if self._rooms else None
+        if not self._filling and not self._closed:
+            self._filling = True
+            self._entered += 1  # aclose() waits for it, and frees what it made
+            self._background.spawn(self._fill_rooms, what="making children's directories")
+        if room is not None:
+            return room
+        with anyio.CancelScope(shield=True):  # what the thread makes is not lost
+            made = await self._in_worker(self._make_room)
+        return made
+
+    async def _fill_rooms(self) -> None:
+        try:
+            while len(self._rooms) < _ROOMS_AHEAD and not self._closed:
+                with anyio.CancelScope(shield=True):
+                    self._rooms.append(await self._in_worker(self._make_room))
+        finally:
+            self._filling = False
+            self._leave()
+
+    async def _in_worker(self, work: Callable[..., T], *args: Any) -> T:
+        """Run file system work off the event loop, one piece at a time: in one worker
+        thread however many runs overlap (a runtime adds no threads as it goes)."""
+        if self._files is None:
+            self._files = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(work, *args, limiter=self._files)
+
+    def _make_room(self) -> tuple[RunCgroup | None, str, int | None]:
+        """A child's cgroup (its memory capped as the last run's, so a run like it writes
+        nothing), uid and private directory (that uid's): file system work, for a worker
+        thread."""
+        cgroup = None
+        if self._cgroups is not None:
+            try:
+                cgroup = self._cgroups.new_run()
+            except OSError as exc:
+                _log.warning("dsh-code: a run goes without cgroups: %s", exc)
+            else:
+                with contextlib.suppress(OSError):  # the run tries again, and says so
+                    cgroup.limit_memory(self._heap_bytes)
+        uid = self._uids.take() if self._uids is not None else self._fixed_uid
+        try:
+            return cgroup, make_workdir(self._options.workdir_root, uid), uid
+        except BaseException:
+            if cgroup is not None and self._cgroups is not None:
                 self._cgroups.release(cgroup)
             if self._uids is not None and uid is not None:
                 self._uids.give(uid)
             raise
+
+    def _free_room(self, slot: ChildSlot) -> None:
+        """Remove a child's directory, give its cgroup and uid back (for a worker thread)."""
+        slot.remove_workdir()
+        self._release_slot(slot)
+
+    async def _free_room_later(self, slot: ChildSlot) -> None:
+        try:
+            await self._in_worker(self._free_room, slot)
+        finally:
+            self._leave()
 
     def _release_slot(self, slot: ChildSlot) -> None:
         """Its processes are gone (or killed): its cgroup and uid may serve another child."""
@@ -605,16 +684,26 @@ class SubprocessRuntime:
             for seeded in self._seeded.values():
                 await seeded.aclose()
             self._seeded = {}
-            for spare in self._spares:
-                self._release_slot(spare)
-                spare.remove_workdir()
-            self._spares = []
-            if self._cgroups is not None:
-                self._cgroups.close()
-                self._cgroups = None
-            if self._uids is not None:
-                self._uids.close()
-            await anyio.to_thread.run_sync(self._watchdog.stop)
+            await self._in_worker(self._close_files)
+
+    def _close_files(self) -> None:
+        """The closing runtime's file system work and threads (for a worker thread)."""
+        for spare in self._spares:
+            self._free_room(spare)
+        self._spares = []
+        for cgroup, workdir, uid in self._rooms:
+            remove_tree(workdir)
+            if cgroup is not None and self._cgroups is not None:
+                self._cgroups.release(cgroup)
+            if uid is not None and self._uids is not None:
+                self._uids.give(uid)
+        self._rooms = []
+        if self._cgroups is not None:
+            self._cgroups.close()
+            self._cgroups = None
+        if self._uids is not None:
+            self._uids.close()
+        self._watchdog.stop()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._runs)} running"

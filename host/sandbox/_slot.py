@@ -8,7 +8,7 @@ import struct
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
-from host.sandbox._workdir import make_workdir, remove_tree
+from host.sandbox._workdir import remove_tree
 from runtime.lowlevel import BUDGET_KINDS, Prepare, ProcStat, encode_frame, kill_tree
 
 __all__ = ("ChildSlot",)
@@ -54,7 +54,7 @@ class ChildSlot:
         cls,
         template: TemplateProcess,
         *,
-        workdir_root: str,
+        workdir: str,
         file_bytes: int,
         open_files: int,
         warm_up: bool,
@@ -63,11 +63,11 @@ class ChildSlot:
         own_uid: bool = False,
         max_processes: int = 0,
     ) -> ChildSlot:
-        """Make the run's directory and pipes, and ask the template to fork a child on them
-        (does not wait); the child joins ``cgroup`` first, runs as ``uid`` (the directory is
-        then that uid's; ``own_uid``: no other run has it), and runs a throwaway program if ``warm_up`` (a spare, with
-        time on its hands). Raises OSError."""
-        workdir = make_workdir(workdir_root, uid)
+        """Make the run's pipes and ask the template to fork a child on them, in ``workdir``
+        (made by the caller, off the event loop; removed here on failure); does not wait.
+        The child joins ``cgroup`` first, runs as ``uid`` (``own_uid``: no other run has it),
+        and runs a throwaway program if ``warm_up`` (a spare, with time on its hands).
+        Raises OSError."""
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
             for _ in range(4):

@@ -82,36 +82,43 @@ class TemplateProcess:
         """The template's pid, once started."""
         return self._proc.pid if self._proc is not None else None
 
+    def _spawn(self, theirs: socket.socket) -> subprocess.Popen[bytes]:
+        """The template process, on the socket's other end (run in a worker thread)."""
+        return subprocess.Popen(
+            [
+                self._python,
+                # -I but for -E: the environment holds PYTHONHASHSEED alone
+                "-s",
+                "-P",
+                "-c",
+                _BOOT,
+                _ROOT,
+                str(theirs.fileno()),
+                msgspec.json.encode(self._config).decode(),
+            ],
+            pass_fds=(theirs.fileno(),),
+            env={"PYTHONHASHSEED": str(self.hash_seed)} if self.hash_seed else {},
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
     async def start(self) -> None:
         """Spawn the template with an empty environment and wait for its READY byte."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
         try:
-            self._proc = subprocess.Popen(
-                [
-                    self._python,
-                    # -I but for -E: the environment holds PYTHONHASHSEED alone
-                    "-s",
-                    "-P",
-                    "-c",
-                    _BOOT,
-                    _ROOT,
-                    str(theirs.fileno()),
-                    msgspec.json.encode(self._config).decode(),
-                ],
-                pass_fds=(theirs.fileno(),),
-                env={"PYTHONHASHSEED": str(self.hash_seed)} if self.hash_seed else {},
-                cwd="/",
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            # Off the event loop (Popen forks, execs and reads its error pipe), shielded so
+            # the process is ours even if the caller is cancelled meanwhile.
+            with anyio.CancelScope(shield=True):
+                self._proc = proc = await anyio.to_thread.run_sync(self._spawn, theirs)
         except OSError as exc:
             ours.close()
             raise TemplateStartError(f"cannot start the template process: {exc}") from exc
         finally:
             theirs.close()
-        self._stat = ProcStat(self._proc.pid)
+        self._stat = ProcStat(proc.pid)
         ours.setblocking(False)
         self._sock = ours
         with anyio.move_on_after(self._start_timeout):

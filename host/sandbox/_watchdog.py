@@ -9,10 +9,14 @@ the loop is).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import heapq
 import itertools
 import logging
+import math
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +31,7 @@ _CPUS = os.cpu_count() or 1
 #: The shortest and longest sleeps between two looks at a run's compute.
 _POLL_MIN_S = 0.00025
 _POLL_MAX_S = 0.05
+_FD_SETSIZE = 1024
 
 
 class Guard:
@@ -98,36 +103,45 @@ class Guard:
 
 
 class Watchdog:
-    """The thread that looks after every guard of a runtime."""
+    """The thread that looks after every guard of a runtime.
+
+    The event loop never waits for it: its requests go in a queue (appends are atomic) and
+    wake the thread through an eventfd, so a watchdog thread holding the GIL or its own
+    state never stalls the loop; a request that is not due before the thread's next look
+    does not wake it at all. Only the thread touches the schedule.
+    """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._inbox: collections.deque[tuple[float | None, Guard]] = collections.deque()
         self._heap: list[tuple[float, int, Guard]] = []  # (when, look id, guard)
         self._live: set[Guard] = set()
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        self._wake = -1
         self._stopping = False
+        self._next_wake = 0.0  # when the thread looks next of its own accord (it sets it)
 
-    def _schedule(self, guard: Guard, when: float) -> bool:
-        """Put a look at ``guard`` on the schedule; True if it is now the first."""
+    def _schedule(self, guard: Guard, when: float) -> None:
         guard.look_id = next(self._order)
-        first = not self._heap or when < self._heap[0][0]
         heapq.heappush(self._heap, (when, guard.look_id, guard))
-        return first
+
+    def _ask(self, when: float | None, guard: Guard) -> None:
+        """Queue a request for the thread (look at ``guard`` at ``when``, or forget it: None)
+        and wake it if the look is due before the thread would wake anyway."""
+        self._inbox.append((when, guard))  # first: the thread reads its inbox after _next_wake
+        if when is not None and when < self._next_wake and self._wake >= 0:
+            os.eventfd_write(self._wake, 1)
 
     def watch(self, guard: Guard) -> None:
         """Enforce ``guard``'s budgets from now on."""
-        with self._cond:
-            self._live.add(guard)
-            first = self._schedule(guard, guard.next_look(time.monotonic()))
-            if self._thread is None:
-                self._stopping = False
-                self._thread = threading.Thread(
-                    target=self._loop, name="dsh-code watchdog", daemon=True
-                )
-                self._thread.start()
-            elif first:  # else the thread wakes before this look is due anyway
-                self._cond.notify()
+        if self._thread is None:
+            self._stopping = False
+            self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            self._thread = threading.Thread(
+                target=self._loop, args=(self._wake,), name="dsh-code watchdog", daemon=True
+            )
+            self._thread.start()
+        self._ask(guard.next_look(time.monotonic()), guard)
 
     def billing(self, guard: Guard) -> None:
         """``guard``'s compute is billed from now: look at it when the budget could first
@@ -135,56 +149,73 @@ class Watchdog:
         same moment; this is the backstop, and a run that ends before then costs no look."""
         guard.billing = True
         when = time.monotonic() + max(guard.budget_ns / 1e9 / _CPUS, _POLL_MIN_S)
-        with self._cond:
-            if self._schedule(guard, min(when, guard.deadline)):
-                self._cond.notify()
+        self._ask(min(when, guard.deadline), guard)
 
     def forget(self, guard: Guard) -> None:
         """Stop looking after ``guard`` (its run settled)."""
-        with self._cond:
-            self._live.discard(guard)
+        self._ask(None, guard)
 
     def stop(self) -> None:
         """End the thread (the runtime is closing); it may be started again by ``watch``."""
-        with self._cond:
-            thread, self._thread = self._thread, None
-            self._stopping = True
-            self._cond.notify()
-        if thread is not None:
-            thread.join()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stopping = True
+        os.eventfd_write(self._wake, 1)
+        thread.join()
+        os.close(self._wake)
+        self._wake = -1
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._stopping:
-                    while self._heap and (
-                        self._heap[0][2] not in self._live
-                        or self._heap[0][1] != self._heap[0][2].look_id
-                    ):
-                        heapq.heappop(self._heap)
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    due = self._heap[0][0] - time.monotonic()
-                    if due <= 0:
-                        break
-                    self._cond.wait(due)
-                if self._stopping:
-                    return
+    def _take_requests(self) -> None:
+        while self._inbox:
+            when, guard = self._inbox.popleft()
+            if when is None:
+                self._live.discard(guard)
+            elif guard.outcome is None:
+                self._live.add(guard)
+                self._schedule(guard, when)
+
+    def _loop(self, wake: int) -> None:
+        poller = select.poll()
+        poller.register(wake, select.POLLIN)
+        while not self._stopping:
+            self._take_requests()
+            while self._heap and (
+                self._heap[0][2] not in self._live or self._heap[0][1] != self._heap[0][2].look_id
+            ):
+                heapq.heappop(self._heap)
+            due = self._heap[0][0] - time.monotonic() if self._heap else None
+            if due is not None and due <= 0:
                 _, look_id, guard = heapq.heappop(self._heap)
-            self._look(guard, look_id)
+                self._look(guard, look_id)
+                continue
+            self._next_wake = self._heap[0][0] if self._heap else math.inf
+            if self._inbox:  # asked while the time was worked out: not woken for it
+                continue
+            if _sleep(poller, wake, due):
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(wake)
 
     def _look(self, guard: Guard, look_id: int) -> None:
         now = time.monotonic()
         if guard.outcome is not None:
-            return self.forget(guard)
+            self._live.discard(guard)
+            return
         if now >= guard.deadline:
             guard.expire("wall")
-            return self.forget(guard)
+            self._live.discard(guard)
+            return
         if guard.billing and guard.measure() >= guard.budget_ns:
             guard.expire("compute")
-            return self.forget(guard)
-        with self._cond:
-            if guard in self._live and guard.look_id == look_id:
-                self._schedule(guard, guard.next_look(now))
-        return None
+            self._live.discard(guard)
+            return
+        if guard in self._live and guard.look_id == look_id:
+            self._schedule(guard, guard.next_look(now))
+
+
+def _sleep(poller: select.poll, wake: int, due: float | None) -> bool:
+    """Until ``due`` seconds pass (None: for ever) or ``wake`` is poked; True if poked.
+    select keeps the microseconds a budget's look needs (poll rounds up to a millisecond)."""
+    if due is not None and wake < _FD_SETSIZE:
+        return bool(select.select([wake], [], [], due)[0])
+    return bool(poller.poll(None if due is None else math.ceil(due * 1000)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import stat
 import struct
@@ -17,7 +18,9 @@ _FS_IOC_GETFLAGS, _FS_IOC_SETFLAGS = 0x80086601, 0x40086602
 _FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x10, 0x20
 
 
+@functools.cache
 def _pid_namespace() -> str:
+    """This process's PID namespace (once: it is the process's for life)."""
     try:
         return str(os.stat("/proc/self/ns/pid").st_ino)
     except OSError:

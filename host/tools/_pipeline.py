@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import anyio
 
+from runtime.lowlevel import builtin_exception_name
+
 from ._call import (
     Allow,
     Ask,
@@ -319,8 +321,10 @@ class Invocation:
                     return _tool_error_result(exc)
                 except _Abandoned:
                     return ToolResult.failure(ErrorCode.ABORTED, _aborted_message(signal))
-                except Exception as exc:
-                    return ToolResult.failure(ErrorCode.TOOL_ERROR, _error_text(exc))
+                except Exception as exc:  # named as its builtin type: code mode raises it so
+                    return ToolResult.failure(
+                        ErrorCode.TOOL_ERROR, _error_text(exc), name=builtin_exception_name(exc)
+                    )
                 finally:
                     remove_callback()
             if cancellation.cancelled_caught:

@@ -86,6 +86,17 @@ async def test_tool_errors_reach_the_program_as_tool_call_error() -> None:
     assert "the tool broke" in result.value[1][2]
 
 
+async def test_a_builtin_exception_of_a_binding_is_raised_as_that_type() -> None:
+    program = (
+        "try:\n"
+        "    await tools.crash()\n"
+        "except ValueError as exc:\n"
+        "    return [isinstance(exc, ToolCallError), exc.tool, exc.message]\n"
+    )
+    result = await _run(program)
+    assert (result.error, result.value) == (None, [True, "tools.crash", "the tool broke"])
+
+
 @pytest.mark.parametrize(
     ("program", "kind"),
     [

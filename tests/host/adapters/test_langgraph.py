@@ -143,3 +143,42 @@ def test_variables_from_the_context_seed_the_run(before: set[int]) -> None:
 
     output, new_vars = asyncio.run(main())
     assert output == "21\n" and new_vars == {"limit": 40}
+
+
+def test_an_eval_fn_without_tools_runs_and_a_tools_builtin_exception_keeps_its_type(
+    before: set[int],
+) -> None:
+    async def main() -> tuple[Any, Any]:
+        eval_fn = dsh_eval_fn()
+        try:
+            bare = await eval_fn("x = 6\nprint(x * 7)", {})
+            caught = await eval_fn(
+                "try:\n    lookup('tau')\nexcept KeyError as exc:\n"
+                "    print('caught', isinstance(exc, ToolCallError), exc.tool)",
+                {"lookup": lookup},
+            )
+            return bare, caught
+        finally:
+            await eval_fn.aclose()  # type: ignore[attr-defined]
+
+    bare, caught = asyncio.run(main())
+    assert bare == ("42\n", {"x": 6})
+    assert caught[0] == "caught True lookup\n"
+
+
+def test_steps_never_block_the_callers_event_loop(before: set[int]) -> None:
+    from blockbuster import blockbuster_ctx
+
+    async def main() -> list[str]:
+        eval_fn = dsh_eval_fn(max_wall_ms=20_000)
+        try:
+            with blockbuster_ctx():  # every blocking call on this loop raises
+                outputs = []
+                for code in ("x = add(1, 2)\nprint(x)", "print(x + 1)", "print(lookup('pi'))"):
+                    text, _ = await eval_fn(code, {"add": add, "lookup": lookup})
+                    outputs.append(text)
+                return outputs
+        finally:
+            await eval_fn.aclose()  # type: ignore[attr-defined]
+
+    assert asyncio.run(main()) == ["3\n", "4\n", "3.14159\n"]

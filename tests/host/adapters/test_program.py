@@ -71,11 +71,39 @@ def test_the_last_expression_is_kept_on_its_own_lines(lines: list[str], last: st
 
 def test_code_that_does_not_parse_or_ends_otherwise_is_left_alone() -> None:
     assert _keep_last_expression("def (") == "def ("
-    assert _keep_last_expression("x = 1") == "x = 1"
+    assert _keep_last_expression("for x in y:\n    z") == "for x in y:\n    z"
+    assert _keep_last_expression("x: int") == "x: int"
+
+
+def test_an_assignment_is_kept_by_reading_its_target_again_on_a_line_of_its_own() -> None:
+    assert _keep_last_expression("x = 1") == "x = 1\n_dsh_output((x))\n"
+    assert _keep_last_expression("a, *b = c = f()") == "a, *b = c = f()\n_dsh_output(((a, *b)))\n"
+    assert _keep_last_expression("d['k'] += 1\n") == "d['k'] += 1\n_dsh_output((d['k']))\n"
+
+
+def test_a_traceback_is_shown_without_the_insertion_and_with_its_carets_in_place() -> None:
+    program = build_program("y = 1; (y +\n  f(1/0))", None)
+    assert program.inserted_at == (2, 7)
+    assert program.text.splitlines()[1] == "y = 1; _dsh_last = (y +"
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "<program>", line 2, in <module>\n'
+        "    y = 1; _dsh_last = (y +\n"
+        "                       ~~~~\n"
+        '  File "<prelude>", line 30, in tool\n'
+        "ZeroDivisionError: _dsh_tools.f: division by zero (TOOL_ERROR)"
+    )
+    assert program.shown(traceback) == (
+        "Traceback (most recent call last):\n"
+        '  File "<program>", line 1, in <module>\n'
+        "    y = 1; (y +\n"
+        "           ~~~~\n"
+        "ZeroDivisionError: f: division by zero (TOOL_ERROR)"
+    )
 
 
 def test_the_prelude_takes_one_line_and_unshift_gives_it_back() -> None:
-    program = build_program("a\nb", None)
+    program = build_program("a\nb", None).text
     assert program.splitlines()[1:3] == ["a", "_dsh_last = b"]
     text = 'File "<program>", line 3, in <module>\n(line 2)\nline 4: x'
     assert unshift(text) == 'File "<program>", line 2, in <module>\n(line 1)\nline 3: x'

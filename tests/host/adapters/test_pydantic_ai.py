@@ -8,7 +8,20 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRetry
+from pydantic_ai import (
+    Agent,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRetry,
+    RunContext,
+    ToolDefinition,
+)
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ToolFailed,
+    UnexpectedModelBehavior,
+)
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -17,7 +30,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.toolsets import ExternalToolset, FunctionToolset
 
 from host.adapters.pydantic_ai import DshCodeToolset
 from runtime import Limits
@@ -243,3 +256,187 @@ def test_charge_once_and_receipt_once_through_the_deferred_tool_flow(before: set
         }
     ]
     assert executed == {"charge": 1, "send_receipt": 1}
+
+
+def _parts(seen: list[list[Any]], index: int) -> list[ToolReturnPart]:
+    return [p for p in seen[index] if isinstance(p, ToolReturnPart)]
+
+
+def test_a_deferred_or_external_call_defers_run_code(before: set[int]) -> None:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+
+    @toolset.tool_plain
+    def ship(order: int) -> str:
+        """Ship an order (a warehouse does it, later)."""
+        CALLS.append(f"ship({order})")
+        raise CallDeferred(metadata={"ticket": order})
+
+    external = ExternalToolset(
+        [ToolDefinition(name="ask", parameters_json_schema={"type": "object"}, kind="external")]
+    )
+    for program, kind, expected in [
+        ("return await tools.ship(order=7)", "external", {"ticket": 7}),
+        ("return await tools.ask()", "external", {}),
+    ]:
+        seen: list[list[Any]] = []
+        agent = Agent(
+            _scripted([program], seen),
+            toolsets=[DshCodeToolset.over([toolset, external])],
+            output_type=[str, DeferredToolRequests],
+        )
+        first = _run(agent, "go")
+        assert isinstance(first.output, DeferredToolRequests)
+        (pending,) = first.output.calls
+        assert pending.tool_name == "run_code"
+        assert first.output.kind(pending.tool_call_id) == kind
+        metadata = first.output.metadata[pending.tool_call_id]
+        assert {k: v for k, v in metadata.items() if k != "calls"} == expected
+        assert metadata["calls"][0]["tool"] in ("ship", "ask")
+        answered = _run(
+            agent,
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(calls={pending.tool_call_id: "done"}),
+        )
+        assert json.loads(answered.output) == ["done"]  # what the caller answered
+    assert CALLS == ["ship(7)"]
+
+
+def test_a_terminal_tool_failure_is_a_failed_run_code_not_a_retry(before: set[int]) -> None:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+
+    @toolset.tool_plain
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise ToolFailed(f"{url} is gone for good")
+
+    seen: list[list[Any]] = []
+    programs = ["return await tools.fetch(url='x')"]
+    agent = Agent(_scripted(programs, seen), toolsets=[DshCodeToolset(toolset, max_retries=0)])
+    _run(agent, "go")  # max_retries=0: a retry would end the run with UnexpectedModelBehavior
+    (failed,) = _parts(seen, 1)
+    assert failed.outcome == "failed"
+    assert "x is gone for good" in str(failed.content)
+
+
+def test_a_wrapped_tool_spends_its_own_retries_and_sees_its_real_retry_count(
+    before: set[int],
+) -> None:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+    retries: list[tuple[int, int]] = []
+
+    @toolset.tool(retries=2)
+    def flaky(ctx: RunContext[Any]) -> str:
+        """Fails until its third try."""
+        retries.append((ctx.retry, ctx.max_retries))
+        if ctx.retry < 2:
+            raise ModelRetry("try again")
+        return "ok"
+
+    seen: list[list[Any]] = []
+    programs = ["return await tools.flaky()"] * 3
+    agent = Agent(_scripted(programs, seen), toolsets=[DshCodeToolset(toolset, max_retries=5)])
+    assert json.loads(_run(agent, "go").output) == [{"logs": [], "result": "ok"}]
+    assert retries == [(0, 2), (1, 2), (2, 2)]
+
+    @toolset.tool(retries=1)
+    def broken(ctx: RunContext[Any]) -> str:
+        """Always asks for a retry."""
+        raise ModelRetry("never")
+
+    programs.extend(["return await tools.broken()"] * 3)
+    agent = Agent(_scripted(programs, []), toolsets=[DshCodeToolset(toolset, max_retries=5)])
+    with pytest.raises(UnexpectedModelBehavior, match="'broken' exceeded max retries count of 1"):
+        _run(agent, "go")
+
+
+def test_approval_metadata_is_kept_both_ways(before: set[int]) -> None:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+    metadata_seen: list[Any] = []
+
+    @toolset.tool
+    def wipe(ctx: RunContext[Any], disk: str) -> str:
+        """Wipe a disk (asks a person first)."""
+        if not ctx.tool_call_approved:
+            raise ApprovalRequired(metadata={"risk": "high", "disk": disk})
+        metadata_seen.append(ctx.tool_call_metadata)
+        return f"wiped {disk}"
+
+    seen: list[list[Any]] = []
+    agent = Agent(
+        _scripted(["return await tools.wipe(disk='sdb')"], seen),
+        toolsets=[DshCodeToolset(toolset)],
+        output_type=[str, DeferredToolRequests],
+    )
+    first = _run(agent, "wipe")
+    assert isinstance(first.output, DeferredToolRequests)
+    (pending,) = first.output.approvals
+    metadata = first.output.metadata[pending.tool_call_id]
+    assert (metadata["risk"], metadata["disk"]) == ("high", "sdb")  # the tool's own
+    assert metadata["calls"] == [
+        {"tool": "wipe", "args": {"disk": "sdb"}, "metadata": {"risk": "high", "disk": "sdb"}}
+    ]
+    approved = _run(
+        agent,
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(
+            approvals={pending.tool_call_id: True}, metadata={pending.tool_call_id: {"by": "ann"}}
+        ),
+    )
+    assert json.loads(approved.output) == [{"logs": [], "result": "wiped sdb"}]
+    assert metadata_seen == [{"by": "ann"}]
+
+
+def test_a_bug_in_a_tool_reaches_the_caller_as_outside_code_mode(before: set[int]) -> None:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+
+    @toolset.tool_plain
+    def buggy(n: int) -> int:
+        """Has a bug."""
+        return n + "1"  # type: ignore[operator]
+
+    programs = ["try:\n    await tools.buggy(n=1)\nexcept Exception:\n    pass\nreturn 'hid it'"]
+    agent = Agent(_scripted(programs, []), toolsets=[DshCodeToolset(toolset)])
+    with pytest.raises(TypeError, match="unsupported operand"):
+        _run(agent, "go")
+
+
+def test_the_sdk_keeps_the_tools_return_types() -> None:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+
+    @toolset.tool_plain
+    def ratio(a: int, b: int) -> float:
+        """Divide."""
+        return a / b
+
+    descriptions: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        descriptions.extend(t.description or "" for t in info.function_tools)
+        return ModelResponse(parts=[TextPart("done")])
+
+    _run(Agent(FunctionModel(respond), toolsets=[DshCodeToolset(toolset)]), "go")
+    assert "async def ratio(*, a: int, b: int) -> float" in descriptions[0]
+
+
+def test_a_session_of_runs_never_blocks_the_event_loop(before: set[int]) -> None:
+    from blockbuster import blockbuster_ctx
+
+    seen: list[list[Any]] = []
+    programs = [
+        "x = await tools.add(a=1, b=2)\nprint(x)",
+        "return x + 1",
+        "while True:\n    pass",  # killed at its budget
+        "return [x, await tools.lookup(key='pi')]",
+    ]
+    toolset = DshCodeToolset(_toolset(), limits=Limits(compute_ms=300, max_wall_ms=20_000))
+    agent = Agent(_scripted(programs, seen), toolsets=[toolset])
+
+    async def main() -> Any:
+        # Every blocking call on this loop raises (pydantic-ai's own suite runs this way):
+        # the first run starts the shared runtime, the others take and replenish spares.
+        with blockbuster_ctx():
+            return await agent.run("go")
+
+    result = asyncio.run(main())
+    assert json.loads(result.output) == [{"logs": [], "result": [3, "3.14159"]}]
+    assert "budget" in str(_retried(seen[3]).content)

@@ -64,6 +64,10 @@ async def _drive(actor: NodeActor, run_id: int, request: RunRequest) -> list[lis
         replies: list[Answer | Refusal] = [
             Refusal(id=e.id, tool=e.name, message="no", code="DENIED")
             if e.name == "refused"
+            else Refusal(
+                id=e.id, tool=e.name, message="gone", code="TOOL_ERROR", exception_type="KeyError"
+            )
+            if e.name == "missing"
             else Answer(id=e.id, value={"echo": e.args})
             for e in batch
             if isinstance(e, CallOut)
@@ -107,6 +111,15 @@ async def test_calls_go_out_in_order_with_the_lines_before_them(actor: NodeActor
     assert isinstance(finished, Finished)
     assert finished.result.value == [{"echo": {"n": 1}}, "DENIED"]
     assert finished.result.logs == []  # the lines came as Logs
+
+
+async def test_a_refusal_for_a_builtin_exception_is_raised_as_that_type(actor: NodeActor) -> None:
+    program = "try:\n    await missing()\nexcept KeyError as exc:\n"
+    program += "    return [isinstance(exc, ToolCallError), exc.message]"
+    request = RunRequest(program=program, bindings={"missing": _nothing})
+    finished = (await _drive(actor, 1, request))[-1][-1]
+    assert isinstance(finished, Finished)
+    assert finished.result.value == [True, "gone"]
 
 
 async def test_an_abort_that_comes_before_its_run_still_aborts_it(actor: NodeActor) -> None:

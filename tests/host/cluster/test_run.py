@@ -207,15 +207,24 @@ async def test_a_failing_binding_is_a_refusal_an_unknown_name_unknown_tool_sent_
     async def deny(args: Any) -> Any:
         raise Denied()
 
+    async def look(args: Any) -> Any:
+        return dict[str, int]()["k"]
+
     async def drive(actor: FakeActor) -> None:
-        actor.batch(CallOut(id=1, name="deny", args={}), CallOut(id=2, name="nope", args={}))
+        actor.batch(
+            CallOut(id=1, name="deny", args={}),
+            CallOut(id=2, name="nope", args={}),
+            CallOut(id=3, name="look", args={}),
+        )
         await actor.replied.wait()
         actor.finish()
 
-    result, actor, _ = await _run(RunRequest(program="...", bindings={"deny": deny}), drive)
+    request = RunRequest(program="...", bindings={"deny": deny, "look": look})
+    result, actor, _ = await _run(request, drive)
     assert sorted(actor.replies, key=lambda r: r.id) == [
         Refusal(id=1, tool="tools.rm", message="not allowed", code="DENIED"),
         Refusal(id=2, tool="nope", message="no binding named 'nope'", code="UNKNOWN_TOOL"),
+        Refusal(id=3, tool="look", message="'k'", code="TOOL_ERROR", exception_type="KeyError"),
     ]
     assert actor.reply_messages == 1  # answered at once: together, with the next exchange
     assert isinstance(result, RunResult) and result.ok

@@ -139,6 +139,24 @@ async def test_a_failed_tool_call_raises_tool_call_error(
     ]
 
 
+async def test_a_builtin_exception_of_a_tool_is_raised_as_that_type(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    program = (
+        "try:\n"
+        "    await tools.boom()\n"
+        "except RuntimeError as e:\n"
+        "    return [isinstance(e, ToolCallError), e.code, e.message]\n"
+    )
+    result = await codemode.run(program)
+    assert result.to_dict()["value"]["result"] == [
+        True,
+        "TOOL_ERROR",
+        "RuntimeError: boom went the tool",
+    ]
+
+
 async def test_every_call_goes_through_the_pipeline(setup: tuple[ToolRegistry, CodeMode]) -> None:
     registry, codemode = setup
     registry.pre_execute(

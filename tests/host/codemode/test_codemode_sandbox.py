@@ -51,6 +51,19 @@ async def test_run_code_in_a_child(setup: tuple[ToolRegistry, CodeMode]) -> None
     assert 'File "<program>", line 3' in failed["meta"]["code_run"]["traceback"]
 
 
+async def test_a_builtin_exception_of_a_tool_is_raised_as_that_type(
+    setup: tuple[ToolRegistry, CodeMode],
+) -> None:
+    _, codemode = setup
+    program = (
+        f"try:\n    {_call(codemode, 'tools.boom()')}\n"
+        "except RuntimeError as e:\n    caught = [isinstance(e, ToolCallError), e.message]\n"
+        "caught"
+    )
+    result = (await codemode.run(program)).to_dict()
+    assert result["value"]["result"] == [True, "RuntimeError: boom went the tool"]
+
+
 async def test_the_sdk_section_matches_the_call_style(
     setup: tuple[ToolRegistry, CodeMode],
 ) -> None:

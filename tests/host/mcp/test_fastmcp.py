@@ -156,6 +156,20 @@ async def test_a_failed_call_reads_as_the_plain_message(provider: DshSandboxProv
     ]
 
 
+async def test_a_builtin_exception_of_an_external_function_keeps_its_type(
+    provider: DshSandboxProvider,
+) -> None:
+    async def lookup(key: str) -> str:
+        return {"a": "alpha"}[key]
+
+    out = await provider.run(
+        "try:\n    await lookup('b')\nexcept KeyError as exc:\n"
+        "    return [str(exc), exc.tool, isinstance(exc, ToolCallError), type(exc).__name__]",
+        external_functions={"lookup": lookup},
+    )
+    assert out == ["'b'", "lookup", True, "KeyError"]
+
+
 async def test_a_cancelled_external_function_cleans_up_with_awaits(
     provider: DshSandboxProvider,
 ) -> None:

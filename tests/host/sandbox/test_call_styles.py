@@ -183,3 +183,75 @@ async def test_a_run_without_an_id_gets_one_of_its_own(rt: SubprocessRuntime) ->
         )
         assert result.ok, result.error
     assert len(set(seen)) == 2 and all(seen)
+
+
+async def _raise(args: Any) -> Any:
+    kind = args["kind"]
+    if kind == "zero":
+        return 1 / 0
+    if kind == "key":
+        return dict[str, int]()["missing"]
+    if kind == "json":  # a ValueError subclass of a library: raised as its builtin base
+        import json
+
+        return json.loads("{")
+    raise LookupError_(kind)
+
+
+class LookupError_(Exception):  # a tool's own exception type, named like a builtin
+    """Not a builtin: the program sees a plain ToolCallError."""
+
+
+@pytest.mark.parametrize("style", ["async", "sync"])
+async def test_a_builtin_exception_of_a_binding_is_raised_as_that_type(
+    rt: SubprocessRuntime, style: str
+) -> None:
+    call = "await tools.boom" if style == "async" else "tools.boom"
+    program = (
+        "out = []\n"
+        "try:\n"
+        f"    {call}(kind='zero')\n"
+        "except ZeroDivisionError as e:\n"
+        "    out.append(['zero', isinstance(e, ToolCallError), e.tool, e.code, type(e).__name__])\n"
+        "try:\n"
+        f"    {call}(kind='key')\n"
+        "except KeyError as e:\n"
+        "    out.append(['key', isinstance(e, LookupError), e.message])\n"
+        "try:\n"
+        f"    {call}(kind='json')\n"
+        "except ValueError as e:\n"
+        "    out.append(['json', isinstance(e, ToolCallError)])\n"
+        "try:\n"
+        f"    {call}(kind='own')\n"
+        "except Exception as e:\n"
+        "    out.append(['own', type(e) is ToolCallError])\n"
+        "out\n"
+    )
+    result = await rt.run(
+        RunRequest(
+            program=program,
+            bindings={"tools.boom": _raise},
+            call_style=style,  # type: ignore[arg-type]
+            limits=LIMITS,
+        )
+    )
+    assert result.error is None, result.error
+    assert result.value == [
+        ["zero", True, "tools.boom", "TOOL_ERROR", "ZeroDivisionError"],
+        ["key", True, "'missing'"],
+        ["json", True],
+        ["own", True],
+    ]
+
+
+async def test_an_uncaught_builtin_failure_reads_as_its_type(rt: SubprocessRuntime) -> None:
+    result = await rt.run(
+        RunRequest(
+            program="await tools.boom(kind='zero')",
+            bindings={"tools.boom": _raise},
+            limits=LIMITS,
+        )
+    )
+    assert result.error is not None
+    assert result.error.exception_type == "ZeroDivisionError"
+    assert "ZeroDivisionError: tools.boom: division by zero (TOOL_ERROR)" in result.error.message

@@ -248,7 +248,7 @@ async def test_tool_failure_and_invalid_output() -> None:
     failed = await registry.invoke("f", {})
     assert failed.to_dict()["error"] == {
         "message": "ValueError: disk on fire",
-        "info": {"name": "ToolExecutionError", "code": "TOOL_ERROR"},
+        "info": {"name": "ValueError", "code": "TOOL_ERROR"},  # a builtin type keeps its name
     }
     invalid = await registry.invoke("w", {})
     assert invalid.code is ErrorCode.OUTPUT_INVALID
@@ -503,6 +503,31 @@ async def test_a_100000_level_argument_passes_the_whole_pipeline() -> None:
     assert bad.code is ErrorCode.INVALID_ARGS
     assert bad.error is not None
     assert bad.error.message.endswith("expected a JSON value, got a non-JSON tuple")
+
+
+async def test_a_raised_exception_is_named_by_its_nearest_builtin_type() -> None:
+    import json
+
+    class QuotaGone(Exception):
+        pass
+
+    registry = ToolRegistry(QUIET)
+
+    def parse(args: Any, ctx: ToolRunContext) -> Any:
+        return json.loads("{")
+
+    def own(args: Any, ctx: ToolRunContext) -> Any:
+        raise QuotaGone("no more")
+
+    registry.register(define_tool(name="p", description="", parameters={}, execute=parse))
+    registry.register(define_tool(name="o", description="", parameters={}, execute=own))
+    parsed = (await registry.invoke("p", {})).error
+    assert parsed is not None
+    assert parsed.name == "ValueError"  # JSONDecodeError is a ValueError: code mode raises one
+    assert parsed.message.startswith("JSONDecodeError: ")
+    owned = (await registry.invoke("o", {})).error
+    assert owned is not None
+    assert (owned.name, owned.message) == ("ToolExecutionError", "QuotaGone: no more")
 
 
 async def test_a_tool_error_with_an_unknown_code_is_the_tools_failure() -> None:
