@@ -54,6 +54,7 @@ from runtime._program import (
     is_async,
     run_async,
     run_sync,
+    source_lines,
 )
 from runtime._report import CountingFile, Reporter
 from runtime._wire import Compiled, Prepare, Ready, Start, State
@@ -394,12 +395,14 @@ def child_main(
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's
+        ToolCallError.__module__ = "builtins"  # a traceback says `ToolCallError`, as for a builtin
         if prepare.warm_up:
             _warm_up(bridge)
         data_base = _data_bytes()  # what the program's inputs and code take counts as heap
         bridge.send(Ready())
         start: Start = bridge.read_first(Start)  # a child forked ahead of time waits here
         reporter.max_output = start.max_output_bytes
+        reporter.max_heap_mb = start.heap_bytes >> 20
         namespace = _program_module(start, bridge, reporter)
         if start.keep_state:
             reporter.send_state = functools.partial(_send_state, start, namespace, reporter)
@@ -418,7 +421,7 @@ def child_main(
         linecache.cache[FILENAME] = (
             len(start.source),
             None,
-            start.source.splitlines(keepends=True),
+            source_lines(start.source),
             FILENAME,
         )
         _set_limits(start, data_base)

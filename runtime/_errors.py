@@ -16,6 +16,8 @@ A run never raises for what the program did: those outcomes are ``RunResult.erro
 
 from __future__ import annotations
 
+import re
+
 __all__ = ("RuntimeClosedError", "RuntimeEnvironmentError", "RuntimeUsageError", "ToolCallError")
 
 
@@ -29,6 +31,9 @@ class ToolCallError(Exception):
         self.code = code
 
     def __str__(self) -> str:
+        # The tool's name is said once: a message that names it already is not prefixed.
+        if re.search(rf"(?<![\w.]){re.escape(self.tool)}(?!\w)", self.message):
+            return f"{self.message} ({self.code})"
         return f"{self.tool}: {self.message} ({self.code})"
 
     def __reduce__(self) -> tuple[type[ToolCallError], tuple[str, str, str]]:

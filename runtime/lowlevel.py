@@ -25,7 +25,13 @@ if TYPE_CHECKING:
         process_cpu_ns,
         tree_cpu_ns,
     )
-    from runtime._program import Policy, ProgramRejected, compile_program, is_async
+    from runtime._program import (
+        HIDDEN_FILENAME,
+        Policy,
+        ProgramRejected,
+        compile_program,
+        is_async,
+    )
     from runtime._wire import (
         CHILD_FAILURES,
         HEADER,
@@ -49,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = (
     "CHILD_FAILURES",
     "HEADER",
+    "HIDDEN_FILENAME",
     "MAX_DEPTH",
     "Call",
     "ChildFailureKind",
@@ -104,7 +111,9 @@ _HOMES = {
         ),
         "_procs",
     ),
-    **dict.fromkeys(("Policy", "ProgramRejected", "compile_program", "is_async"), "_program"),
+    **dict.fromkeys(
+        ("HIDDEN_FILENAME", "Policy", "ProgramRejected", "compile_program", "is_async"), "_program"
+    ),
 }
 
 

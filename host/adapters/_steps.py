@@ -179,12 +179,19 @@ class Steps:
 
 
 def _binding(name: str, spec: ToolSpec, answers: list[Any] | None) -> Callable[[Any], Any]:
+    from runtime import ToolCallError
+
     async def call(args: Any) -> Any:
         kwargs = args if isinstance(args, dict) else {}
-        if spec.blocking:
-            value = await anyio.to_thread.run_sync(functools.partial(spec.call, **kwargs))
-        else:
-            value = await spec.call(**kwargs)
+        try:
+            if spec.blocking:
+                value = await anyio.to_thread.run_sync(functools.partial(spec.call, **kwargs))
+            else:
+                value = await spec.call(**kwargs)
+        except ToolCallError:
+            raise
+        except Exception as exc:  # the program reads the tool's own name, not our binding's
+            raise ToolCallError(name, str(exc) or type(exc).__name__) from exc
         if answers is not None:
             answers.append(value)
         return jsonable(value)

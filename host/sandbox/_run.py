@@ -21,7 +21,7 @@ import anyio.abc
 import msgspec
 
 from host.sandbox._calls import CallServer
-from host.sandbox._cgroup import RunCgroup
+from host.sandbox._cgroup import MEMORY_HEADROOM, RunCgroup
 from host.sandbox._cpu import move_off_this_cpu
 from host.sandbox._fdio import FrameWriter, close_fd
 from host.sandbox._intake import Intake, decoder
@@ -200,9 +200,10 @@ class Run(Intake):
         if cgroup is not None and cgroup.oom_kills() > 0:
             return RunError(
                 kind="memory",
-                message=f"the run passed its memory cap (max_heap_mb {self.limits.max_heap_mb} "
-                "plus headroom, all its processes, shared memory and files in its working "
-                "directory together): the kernel killed it",
+                message=f"the run passed the heap cap of {self.limits.max_heap_mb} MiB "
+                f"(max_heap_mb; with {MEMORY_HEADROOM >> 20} MiB of headroom, for all its "
+                "processes, shared memory and files in its working directory together): the "
+                "kernel killed it",
             )
         if status == -24:  # SIGXCPU: the child's own CPU timer, at its budget
             return RunError(

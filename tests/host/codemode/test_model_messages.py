@@ -1,0 +1,105 @@
+"""The failure texts a model reads from ``run_code``, exactly: caps named with their options,
+no names of ours, the tool's name said once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from host.codemode import CodeMode, CodeModeConfig
+from host.sandbox import SubprocessRuntime
+from host.tools import ToolRegistry, ToolsConfig, tool
+from runtime import Limits
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def fetch_price(symbol: str) -> float:
+    """The price of a symbol."""
+    return 1.5
+
+
+@pytest.fixture
+async def runtime() -> AsyncIterator[SubprocessRuntime]:
+    async with SubprocessRuntime() as runtime:
+        yield runtime
+
+
+async def _text(runtime: SubprocessRuntime, program: str, **limits: Any) -> str:
+    """The text ``run_code`` gives the model for ``program``."""
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    registry.register(fetch_price)
+    config = CodeModeConfig(limits=Limits(compute_ms=5_000, max_wall_ms=20_000, **limits))
+    result = await CodeMode(registry, runtime, config).run(program)
+    (part,) = result.to_dict()["content"]
+    text: str = part["text"]
+    return text
+
+
+async def test_the_heap_cap_failure_names_the_cap_and_its_option(
+    runtime: SubprocessRuntime,
+) -> None:
+    text = await _text(runtime, "blob = bytearray(600 * 2**20)", max_heap_mb=64)
+    assert text == (
+        "Error: the program failed (memory): MemoryError: the program passed the heap cap "
+        "of 64 MiB (max_heap_mb)"
+    )
+
+
+async def test_a_result_over_the_output_cap_says_the_result_is_too_big(
+    runtime: SubprocessRuntime,
+) -> None:
+    text = await _text(runtime, "return 'x' * 200", max_output_bytes=100)
+    assert text == (
+        "Error: the program failed (output_limit): the result is too big: its JSON passes "
+        "max_output_bytes (100 bytes)"
+    )
+    # Logs before it leave less room; the message still speaks of the result, not of a report.
+    text = await _text(runtime, "print('y' * 50)\nreturn 'x' * 200", max_output_bytes=100)
+    assert text == (
+        "Error: the program failed (output_limit): the result is too big: its JSON passes "
+        "max_output_bytes (100 bytes) with the 51 bytes of logs before it\n"
+        "logs so far:\n" + "y" * 50
+    )
+
+
+async def test_a_failed_call_reads_as_tool_call_error_naming_the_tool_once(
+    runtime: SubprocessRuntime,
+) -> None:
+    text = await _text(runtime, "price = await tools.fetch_price(symbol=3)")
+    assert text == (
+        "Error: the program failed (exception): Traceback (most recent call last):\n"
+        '  File "<program>", line 1, in <module>\n'
+        "    price = await tools.fetch_price(symbol=3)\n"
+        "            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "ToolCallError: invalid arguments for fetch_price: $.symbol: expected string, got "
+        "integer 3 (INVALID_ARGS)"
+    )
+    caught = (
+        "try:\n"
+        "    await tools.fetch_price(symbol=3)\n"
+        "except ToolCallError as exc:\n"
+        "    return [repr(type(exc)), str(exc)]"
+    )
+    text = await _text(runtime, caught)
+    assert text == (
+        'result:\n["<class \'ToolCallError\'>","invalid arguments for fetch_price: $.symbol: '
+        'expected string, got integer 3 (INVALID_ARGS)"]'
+    )
+
+
+async def test_a_traceback_shows_the_program_line_and_its_carets_as_python_does(
+    runtime: SubprocessRuntime,
+) -> None:
+    # The last line has no newline, and a form feed in a string is no line break to Python.
+    text = await _text(runtime, "note = 'a\x0cb'\nx = int('a' + 'b')")
+    assert text == (
+        "Error: the program failed (exception): Traceback (most recent call last):\n"
+        '  File "<program>", line 2, in <module>\n'
+        "    x = int('a' + 'b')\n"
+        "        ^^^^^^^^^^^^^^\n"
+        "ValueError: invalid literal for int() with base 10: 'ab'"
+    )
