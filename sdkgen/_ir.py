@@ -39,8 +39,22 @@ def build_sdk(manifest: Manifest) -> Sdk:
 
 
 def canonical(value: object) -> str:
-    """Return canonical JSON text for value (sorted keys), used to compare schemas."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    """Return canonical JSON text for value, used to compare schemas: keys sorted, but the
+    order of an object's `properties` kept (it is the order its fields are shown in)."""
+    return json.dumps(_ordered(value), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _ordered(value: object) -> object:
+    """value with every `properties` mapping as a list of [key, schema] pairs, in order."""
+    if isinstance(value, Mapping):
+        out = {str(k): _ordered(v) for k, v in value.items()}
+        props = value.get("properties")
+        if isinstance(props, Mapping):
+            out["properties"] = [[str(k), _ordered(v)] for k, v in props.items()]
+        return out
+    if isinstance(value, list | tuple):
+        return [_ordered(item) for item in value]
+    return value
 
 
 class Hint(NamedTuple):
@@ -329,11 +343,9 @@ class _Builder:
             return ()
         required = schema.get("required")
         needed = {str(k) for k in required} if isinstance(required, list | tuple) else set()
-        keys = sorted(str(k) for k in props)
-        order = [k for k in keys if k in needed] + [k for k in keys if k not in needed]
         fields = []
-        for key in order:
-            sub = props[key]
+        for raw, sub in props.items():  # in the order declared
+            key = str(raw)
             node = self._convert(side, sub, _hint(parent).child(key))
             fields.append(Field(key, node, key in needed, field_doc(sub), _default(sub)))
         return tuple(fields)
