@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
+from sdkgen._docs import field_doc
 from sdkgen._manifest import Manifest, Schema, Tool, clean_text, read_manifest
 from sdkgen._names import TypeNames, camel, is_py_name, python_tool_names, singular
 from sdkgen._nodes import (
@@ -555,53 +556,3 @@ def _last_segment(pointer: str) -> str:
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-_FACTS = (
-    ("format", "format {}"),
-    ("minimum", ">= {}"),
-    ("exclusiveMinimum", "> {}"),
-    ("maximum", "<= {}"),
-    ("exclusiveMaximum", "< {}"),
-    ("minLength", "min length {}"),
-    ("maxLength", "max length {}"),
-    ("minItems", "min items {}"),
-    ("maxItems", "max items {}"),
-    ("uniqueItems", "unique items"),
-    ("pattern", "pattern {}"),
-    ("multipleOf", "multiple of {}"),
-    ("minProperties", "min properties {}"),
-    ("maxProperties", "max properties {}"),
-    ("propertyNames", "keys {}"),
-    ("dependentRequired", "requires {}"),
-    ("minContains", "min contains {}"),
-    ("contains", "contains {}"),
-    ("not", "not {}"),
-    ("deprecated", "deprecated"),
-)
-
-
-def field_doc(schema: object) -> str:
-    """Return a property's description with its constraints, e.g. `Page size (<= 100)`.
-
-    Constraints the types cannot say (bounds, format, pattern, `not`, ...) are kept here.
-    """
-    if not isinstance(schema, Mapping):
-        return ""
-    facts = []
-    for key, template in _FACTS:
-        if key not in schema or schema[key] is False:
-            continue
-        value = schema[key]
-        text = value if isinstance(value, str) and key in ("format", "pattern") else _json(value)
-        if len(text) > 80:
-            text = text[:79] + "…"
-        facts.append(template.format(text))
-    doc = clean_text(_str(schema.get("description")))
-    if facts:
-        doc = f"{doc} ({'; '.join(facts)})" if doc else f"({'; '.join(facts)})"
-    return doc
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
