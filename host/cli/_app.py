@@ -18,11 +18,13 @@ from host.cli._options import (
     DEFAULTS,
     MAX_STATE_BYTES,
     MCP_WALL_MS,
+    MODEL_OUTPUT_BYTES,
     BindingsOption,
     CallStyleOption,
     ComputeMsOption,
     IsolationOption,
     MaxHeapMbOption,
+    MaxModelOutputBytesOption,
     MaxOutputBytesOption,
     MaxParallelSubCallsOption,
     MaxProcessesOption,
@@ -154,6 +156,10 @@ def run(
     ray: RayOption = None,
     session_file: SessionOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    full_logs: Annotated[
+        bool,
+        typer.Option("--full-logs", help="At a terminal, every log line (else a head and a tail)."),
+    ] = False,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     from host.cli._run import (
@@ -207,6 +213,7 @@ def run(
         mcp_timeout_ms,
         runtime_options,
         state,
+        full_logs,
     )
     outcome = RunOutcome()
 
@@ -435,6 +442,7 @@ def mcp_command(
     preload: PreloadOption = [],  # noqa: B006
     ray: RayOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    max_model_output_bytes: MaxModelOutputBytesOption = MODEL_OUTPUT_BYTES,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
@@ -463,6 +471,7 @@ def mcp_command(
         policy=policy,
         call_style=call_style,
         max_tool_calls=max_tool_calls,
+        max_model_output_bytes=max_model_output_bytes,
     )
     plan = ServePlan(
         bindings=loaded,

@@ -127,6 +127,8 @@ class RunPlan:
     mcp_timeout_ms: int
     runtime: RuntimeOptions
     state: SessionPlan | None = None
+    full_logs: bool = False
+    """At a terminal, every log line (else a head and a tail past a screenful)."""
 
 
 @dataclass
@@ -206,6 +208,9 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
     """Run the plan; a first signal aborts the run (or its start), and everything is cleaned up."""
     controller = AbortController()
     display = None if plan.json_output else Display(result_stream(), sys.stderr, status=True)
+    if display is not None and not plan.full_logs:
+        where = f'{plan.session.path} (its "log" records)' if plan.session is not None else None
+        display.limit_logs(where)
     asker = _Asker(plan.decide, display)
     started = [False]
 

@@ -17,6 +17,13 @@ import anyio
 import msgspec
 
 import sdkgen
+from host.codemode._output import (
+    MIN_MODEL_OUTPUT_BYTES,
+    Sections,
+    cut_to_budget,
+    failure_text,
+    success_text,
+)
 from host.codemode._scheduler import SubCallScheduler
 from host.tools import (
     RUN_CODE,
@@ -125,6 +132,18 @@ class CodeModeConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Tool calls one run may make; the next raises ``ToolCallError`` (code ``DENIED``)."""
     preflight_check: bool = False
     """Type-check each program against the SDK before running it (sdkgen.check_program)."""
+    max_model_output_bytes: int = 80_000
+    """What the model reads of a run (logs and result, or the failure and the logs), in
+    UTF-8 bytes (about 20 000 tokens): past it, a head and a tail around one line saying what
+    was left out. ``limits.max_output_bytes`` protects the host; this protects the model."""
+
+    def __post_init__(self) -> None:
+        budget = self.max_model_output_bytes
+        if type(budget) is not int or budget < MIN_MODEL_OUTPUT_BYTES:
+            raise ValueError(
+                f"max_model_output_bytes must be an int of at least {MIN_MODEL_OUTPUT_BYTES}, "
+                f"got {budget!r}"
+            )
 
 
 class SdkSection(msgspec.Struct, frozen=True):
@@ -149,23 +168,12 @@ class CodeRunFailed(ToolError):
         )
 
 
-def _render_success(logs: list[str], value: Any, has_value: bool) -> str:
-    parts = []
-    if logs:
-        parts.append("logs:\n" + "\n".join(logs))
-    if has_value:
-        parts.append("result:\n" + msgspec.json.encode(value).decode())
-    return "\n".join(parts) if parts else "(no logs, no result)"
-
-
-def _failure(result: RunResult) -> CodeRunFailed:
+def _failure(result: RunResult, model_text: Callable[[str, Sections], str]) -> CodeRunFailed:
     error = result.error
     assert error is not None
     facts = msgspec.to_builtins(error)
-    meta = {"code_run": {**facts, "logs": list(result.logs)}}
-    text = f"Error: the program failed ({error.kind}): {error.message}"
-    if result.logs:
-        text += "\nlogs so far:\n" + "\n".join(result.logs)
+    meta = {"code_run": {**facts, "logs": list(result.logs)}}  # whole: for the host, not the model
+    text = model_text(*failure_text(error.kind, error.message, result.logs))
     return CodeRunFailed(f"{error.kind}: {error.message}", content=text, meta=meta)
 
 
@@ -211,10 +219,15 @@ class CodeMode:
         registry: ToolRegistry,
         runtime: CodeRuntime,
         config: CodeModeConfig | None = None,
+        *,
+        keep_output: Callable[[str], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
         self.config = config or CodeModeConfig()
+        self.keep_output = keep_output
+        """Keeps the whole text of a run the model reads cut, and says where (a path, a
+        URI: the line standing for what was left out names it); None keeps nothing."""
         self._views: dict[tuple[int, ...], _ToolView] = {}
         self._ids = itertools.count(1)
         self.definition = define_tool(
@@ -231,8 +244,8 @@ class CodeMode:
                     },
                     "required": ["logs"],
                 },
-                "render": lambda _args, value: _render_success(
-                    list(value["logs"]), value.get("result"), "result" in value
+                "render": lambda _args, value: self.model_text(
+                    *success_text(value["logs"], value.get("result"), "result" in value)
                 ),
             },
         )
@@ -311,6 +324,11 @@ class CodeMode:
             return anthropic_tools(schemas)
         return [s.to_dict() for s in schemas]
 
+    def model_text(self, text: str, sections: Sections = ()) -> str:
+        """``text`` as the model reads it: within ``max_model_output_bytes``."""
+        budget = self.config.max_model_output_bytes
+        return cut_to_budget(text, budget, sections=sections, keep=self.keep_output).text
+
     # ---- running ---------------------------------------------------------------------------
 
     async def _execute(self, args: Any, ctx: ToolRunContext) -> Any:
@@ -319,7 +337,7 @@ class CodeMode:
             str(args["code"]), scope=ctx.scope, signal=ctx.signal, images=images
         )
         if result.error is not None:
-            raise _failure(result)
+            raise _failure(result, self.model_text)
         value: dict[str, Any] = {"logs": list(result.logs)}
         if result.has_value:
             value["result"] = result.value

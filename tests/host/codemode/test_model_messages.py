@@ -103,3 +103,36 @@ async def test_a_traceback_shows_the_program_line_and_its_carets_as_python_does(
         "        ^^^^^^^^^^^^^^\n"
         "ValueError: invalid literal for int() with base 10: 'ab'"
     )
+
+
+async def test_what_the_model_reads_of_a_run_is_held_to_its_budget(
+    runtime: SubprocessRuntime,
+) -> None:
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    kept: list[str] = []
+
+    def keep(whole: str) -> str:
+        kept.append(whole)
+        return "/spill/run-1.txt"
+
+    codemode = CodeMode(registry, runtime, keep_output=keep)
+    program = "for i in range(20_000):\n    print('line', i)\nreturn 'done'"
+    result = (await codemode.run(program)).to_dict()
+    text = result["content"][0]["text"]
+    assert len(text.encode()) <= 80_000 < len(kept[0].encode())
+    assert text.startswith("logs:\nline 0\nline 1\n") and text.endswith(
+        'line 19999\nresult:\n"done"'
+    )
+    marker = next(line for line in text.splitlines() if line.startswith("[..."))
+    assert marker.endswith("bytes) of the logs left out here; the whole text: /spill/run-1.txt]")
+    assert len(result["value"]["logs"]) == 20_000  # the host's value is whole
+    # A failure is held to it too; a big result is said to be cut.
+    config = CodeModeConfig(max_model_output_bytes=2_000)
+    small = CodeMode(ToolRegistry(ToolsConfig(mode="code")), runtime, config)
+    failed = (await small.run("print('x' * 10_000)\n1 / 0")).to_dict()
+    assert failed["content"][0]["text"].startswith("Error: the program failed (exception): ")
+    assert "bytes) of the logs left out here" in failed["content"][0]["text"]
+    assert len(failed["meta"]["code_run"]["logs"][0]) == 10_000
+    big = (await small.run("return list(range(10_000))")).to_dict()["content"][0]["text"]
+    assert "the result is cut: what is shown of it is not whole JSON" in big
+    assert big.startswith("result:\n[0,1,2,") and big.endswith(",9998,9999]")
