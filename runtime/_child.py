@@ -11,6 +11,7 @@ import asyncio
 import builtins
 import ctypes
 import difflib
+import faulthandler
 import functools
 import io
 import linecache
@@ -131,7 +132,13 @@ def _install_bindings(
 
 
 def _contain(
-    ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int], keep: int | None = None
+    ctl_in: int,
+    ctl_out: int,
+    log_w: int,
+    parent: int,
+    join: list[int],
+    keep: int | None = None,
+    where_w: int = -1,
 ) -> None:
     """Session, death signal, no_new_privs, subreaper, fds 0/1/2, the run's cgroups, and
     nothing else inherited (but ``keep``)."""
@@ -150,9 +157,12 @@ def _contain(
     for fd in join:  # before any fork, so every process of the run is in the run's cgroups
         os.write(fd, b"0")
         os.close(fd)
-    _close_fds_except({0, 1, 2, ctl_in, ctl_out} | ({keep} if keep is not None else set()))
+    _close_fds_except({0, 1, 2, ctl_in, ctl_out, where_w} | ({keep} if keep is not None else set()))
     os.set_inheritable(ctl_in, False)
     os.set_inheritable(ctl_out, False)
+    if where_w >= 0:  # never blocks a dump, and no program it execs has it
+        os.set_inheritable(where_w, False)
+        os.set_blocking(where_w, False)
 
 
 def _die_with(parent: int) -> None:
@@ -233,6 +243,7 @@ def _supervise(init: int, report_r: int, fds: tuple[int, ...]) -> None:
     # The run's pipes belong to the program's process alone: its exit is their EOF. (Not
     # found by listing /proc/self/fd: init remounts /proc for its namespace.)
     _close_all(fds)
+    signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # the host's ask at a budget is the program's
     while True:
         try:
             _, status = os.waitpid(init, 0)
@@ -329,6 +340,14 @@ def _set_limits(start: Start, data_base: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
 
 
+def _dump_stacks_at_budgets(where_w: int) -> None:
+    """On SIGXCPU (our CPU timer at the compute budget, or the host's at any budget, just
+    before its kill) write every thread's stack to ``where_w``, at C level (a loop in C that
+    holds the interpreter does not delay it), then die of the signal as before."""
+    if where_w >= 0:
+        faulthandler.register(signal.SIGXCPU, file=where_w, all_threads=True, chain=True)
+
+
 def _streams() -> None:
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(
@@ -361,6 +380,7 @@ def child_main(
     setup: ChildSetup,
     join: list[int],
     status_w: int,
+    where_w: int = -1,
 ) -> Prepared:
     """Set this freshly forked process up and wait for its program; exits if it cannot.
 
@@ -372,17 +392,23 @@ def child_main(
     try:
         direct = setup.isolation == "namespaces" and setup.direct
         _contain(
-            ctl_in, ctl_out, log_w, 0 if direct else parent, join, status_w if direct else None
+            ctl_in,
+            ctl_out,
+            log_w,
+            0 if direct else parent,
+            join,
+            status_w if direct else None,
+            where_w,
         )
         join_new_session_keyring()
         if direct:
-            _enter_namespaces_direct(setup, status_w, (0, 1, 2, ctl_in, ctl_out))
+            _enter_namespaces_direct(setup, status_w, (0, 1, 2, ctl_in, ctl_out, where_w))
         elif setup.isolation == "namespaces":
             if setup.uid is not None and setup.gid is not None:
                 drop_bounding_set()
                 become(setup.uid, setup.gid)  # the user namespace's owner: an unprivileged uid
                 _die_with(parent)
-            _enter_namespaces((0, 1, 2, ctl_in, ctl_out), setup)
+            _enter_namespaces((0, 1, 2, ctl_in, ctl_out, where_w), setup)
         elif setup.private:
             unshare_mounts_and_ipc()
         bridge = Bridge(ctl_in, ctl_out)
@@ -425,6 +451,7 @@ def child_main(
             FILENAME,
         )
         _set_limits(start, data_base)
+        _dump_stacks_at_budgets(where_w)
         start_cpu_timer(start.compute_ns)
     except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
         os.write(

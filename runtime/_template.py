@@ -3,8 +3,9 @@
 It never runs a program. At start it settles what every child gets (the isolation level,
 the seccomp filter, on a root host a read-only view of the file system and the uid programs
 run as) and says so in its READY message, JSON after ``b"R:"``. The host talks to it over a
-SOCK_SEQPACKET socket: each request is ``b"F"`` with four fds (ctl_in, ctl_out, log_w,
-status_w), then up to four ``cgroup.procs`` files the child joins before anything else.
+SOCK_SEQPACKET socket: each request is ``b"F"`` with five fds (ctl_in, ctl_out, log_w,
+status_w, where_w: the pipe a stack dump goes to at a budget), then up to four
+``cgroup.procs`` files the child joins before anything else.
 The template forks; it writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it
 has reaped the child and killed whatever the run left behind. EOF on the socket means the
 host is gone: every child is killed and the template exits.
@@ -71,7 +72,7 @@ __all__ = ("main", "run_child")
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _INT = struct.Struct("!i")
-_FDS_PER_RUN = 4
+_FDS_PER_RUN = 5
 _MAX_JOIN = 4  # cgroup.procs files: unified, pids, memory, cpu
 
 
@@ -99,7 +100,7 @@ class _Template:
         )
 
     def fork(self, fds: list[int]) -> None:
-        ctl_in, ctl_out, log_w, status_w, *join = fds
+        ctl_in, ctl_out, log_w, status_w, where_w, *join = fds
         if self.setup.direct:
             new_pid_namespace_for_children()
         try:
@@ -110,8 +111,8 @@ class _Template:
         if pid == 0:
             # Leave the template's frames first: the program's first frame is then as near
             # the bottom of the stack as a script's (the boot line calls run_child).
-            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, status_w)
-        for fd in (ctl_in, ctl_out, log_w, *join):
+            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, status_w, where_w)
+        for fd in (ctl_in, ctl_out, log_w, where_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
         try:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ProgramRejected,
         compile_program,
         is_async,
+        source_lines,
     )
     from runtime._wire import (
         CHILD_FAILURES,
@@ -88,6 +89,7 @@ __all__ = (
     "kill_tree",
     "process_cpu_ns",
     "searchable_by",
+    "source_lines",
     "tree_cpu_ns",
 )
 
@@ -112,7 +114,15 @@ _HOMES = {
         "_procs",
     ),
     **dict.fromkeys(
-        ("HIDDEN_FILENAME", "Policy", "ProgramRejected", "compile_program", "is_async"), "_program"
+        (
+            "HIDDEN_FILENAME",
+            "Policy",
+            "ProgramRejected",
+            "compile_program",
+            "is_async",
+            "source_lines",
+        ),
+        "_program",
     ),
 }
 

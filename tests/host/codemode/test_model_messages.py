@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import host.sandbox._run
 from host.codemode import CodeMode, CodeModeConfig
 from host.sandbox import SubprocessRuntime
 from host.tools import ToolRegistry, ToolsConfig, tool
@@ -32,7 +33,7 @@ async def _text(runtime: SubprocessRuntime, program: str, **limits: Any) -> str:
     """The text ``run_code`` gives the model for ``program``."""
     registry = ToolRegistry(ToolsConfig(mode="code"))
     registry.register(fetch_price)
-    config = CodeModeConfig(limits=Limits(compute_ms=5_000, max_wall_ms=20_000, **limits))
+    config = CodeModeConfig(limits=Limits(**{"compute_ms": 5_000, "max_wall_ms": 20_000, **limits}))
     result = await CodeMode(registry, runtime, config).run(program)
     (part,) = result.to_dict()["content"]
     text: str = part["text"]
@@ -136,3 +137,36 @@ async def test_what_the_model_reads_of_a_run_is_held_to_its_budget(
     big = (await small.run("return list(range(10_000))")).to_dict()["content"][0]["text"]
     assert "the result is cut: what is shown of it is not whole JSON" in big
     assert big.startswith("result:\n[0,1,2,") and big.endswith(",9998,9999]")
+
+
+async def test_a_budget_failure_says_where_the_program_was(
+    runtime: SubprocessRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The kill waits 2 ms for the stacks; a loaded machine (as CI's) may need longer to run
+    # the child at all: here the mechanism is tested, not the machine.
+    monkeypatch.setattr(host.sandbox._run, "LOCATE_WAIT_MS", 2_000)
+    # A loop in C (sum holds the interpreter throughout): the child's own CPU timer stops it.
+    crunch = "def crunch():\n    return sum(range(10**13))\n\ncrunch()"
+    text = await _text(runtime, crunch, compute_ms=300)
+    assert text == (
+        "Error: the program failed (budget): the run passed its compute budget of 300 ms; it "
+        "was stopped here (most recent call last):\n"
+        '  File "<program>", line 4, in <module>\n'
+        "    crunch()\n"
+        '  File "<program>", line 2, in crunch\n'
+        "    return sum(range(10**13))"
+    )
+    # Waiting, not busy: the wall budget, and the host asks where before the kill.
+    wait = "import time\n\ndef wait():\n    time.sleep(60)\n\nwait()"
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    config = CodeModeConfig(limits=Limits(compute_ms=5_000, max_wall_ms=500))
+    result = (await CodeMode(registry, runtime, config).run(wait)).to_dict()
+    assert result["content"][0]["text"].endswith(
+        "the run passed its wall-clock budget of 500 ms; it was stopped here (most recent call "
+        "last):\n"
+        '  File "<program>", line 6, in <module>\n'
+        "    wait()\n"
+        '  File "<program>", line 4, in wait\n'
+        "    time.sleep(60)"
+    )
+    assert result["meta"]["code_run"]["lineno"] == 4
