@@ -2,8 +2,11 @@
 tokens (o200k, from the `bpe-openai` package, which ships its vocabulary), on real MCP
 servers' tools (the corpus in `tests/host/tools/data`: everything, filesystem and memory, then
 all four with github), beside the Anthropic (`{name, description, input_schema}`) and OpenAI
-(`{"type": "function", ...}`) formats as compact JSON; bytes too. Then the median time of one
-`sdkgen.check_program` call. Run from the repository root: `python benchmarks/sdk_size.py`.
+(`{"type": "function", ...}`) formats as compact JSON; bytes too; what each part of the Python
+SDK costs (the tools' own words, descriptions and parameter docs, against the code around
+them); the Python SDK's ratio to the Anthropic format on both sets (target: at most 60 %).
+Then the median time of one `sdkgen.check_program` call. Run from the repository root:
+`python benchmarks/sdk_size.py`.
 """
 
 from __future__ import annotations
@@ -60,6 +63,43 @@ def _openai(manifest: list[dict[str, Any]]) -> str:
     )
 
 
+#: The parts of the Python SDK, by what a line of it is.
+_PARTS = (
+    "header (imports, JsonValue, ToolCallError)",
+    "parameter docs said once",
+    "types (TypedDicts, aliases)",
+    "signatures",
+    "tool descriptions",
+    "parameter and result docs",
+)
+
+
+def _parts(sdk: str) -> dict[str, str]:
+    """The Python SDK's text cut into its parts (each line goes to one)."""
+    header, shared, types, signatures, descriptions, docs = _PARTS
+    parts = dict.fromkeys(_PARTS, "")
+    part, in_doc = header, False
+    for line in sdk.splitlines(keepends=True):
+        if in_doc:  # a tool's docstring, after its description
+            parts[docs] += line
+            in_doc = not line.rstrip().endswith('"""')
+            continue
+        if line.startswith(("async def ", "def ")):
+            part = signatures
+        elif line.startswith(("from ", "JsonValue:", "class ToolCallError")):
+            part = header
+        elif line.startswith("# ") and part in (header, shared):
+            part = shared
+        elif part == signatures and line.startswith(" "):  # the docstring opens
+            parts[descriptions] += line
+            in_doc = line.count('"""') == 1
+            continue
+        elif not (line.startswith(" ") and part != shared):  # else: a block's body goes on
+            part = types
+        parts[part] += line
+    return parts
+
+
 def _check_time(manifest: list[dict[str, Any]], runs: int = 5) -> float:
     program = 'page = await tools.filesystem__read_text_file(path="/etc/hosts")\nreturn page\n'
     times = []
@@ -73,6 +113,7 @@ def _check_time(manifest: list[dict[str, Any]], runs: int = 5) -> float:
 def main() -> None:
     """Print the size tables and the check time."""
     count = _tokenizer()
+    ratios = []
     for servers in (("everything", "filesystem", "memory"), corpus.SERVERS):
         manifest = corpus.manifest(servers)
         rows = [
@@ -87,6 +128,14 @@ def main() -> None:
         for label, text in rows:
             tokens = count(text)
             print(f"  {label:32} {tokens:>7} {tokens / native:>12.0%} {len(text.encode()):>7}")
+        print("  the Python SDK's parts:")
+        for label, text in _parts(rows[0][1]).items():
+            tokens = count(text)
+            print(f"    {label:42} {tokens:>7} {tokens / native:>12.0%}")
+        ratios.append((len(manifest), count(rows[0][1]) / native))
+    shown = ", ".join(f"{n} tools {ratio:.1%}" for n, ratio in ratios)
+    met = "met" if all(ratio <= 0.60 for _, ratio in ratios) else "not met"
+    print(f"Python SDK / Anthropic format: {shown} (target <= 60 % on both: {met})")
     try:
         median = _check_time(corpus.manifest())
     except sdkgen.CheckerNotFound as exc:

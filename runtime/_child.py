@@ -11,6 +11,7 @@ import asyncio
 import builtins
 import ctypes
 import difflib
+import faulthandler
 import functools
 import io
 import linecache
@@ -52,6 +53,7 @@ from runtime._program import (
     is_async,
     run_async,
     run_sync,
+    source_lines,
 )
 from runtime._replay import prepare_replay
 from runtime._report import CountingFile, Reporter
@@ -123,7 +125,9 @@ def _install_bindings(
         holder[leaf] = make_binding(bridge, name, style)
 
 
-def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int]) -> None:
+def _contain(
+    ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int], where_w: int = -1
+) -> None:
     """Session, death signal, no_new_privs, subreaper, fds 0/1/2, the run's cgroups, and
     nothing else inherited."""
     os.setsid()
@@ -141,9 +145,12 @@ def _contain(ctl_in: int, ctl_out: int, log_w: int, parent: int, join: list[int]
     for fd in join:  # before any fork, so every process of the run is in the run's cgroups
         os.write(fd, b"0")
         os.close(fd)
-    _close_fds_except({0, 1, 2, ctl_in, ctl_out})
+    _close_fds_except({0, 1, 2, ctl_in, ctl_out, where_w})
     os.set_inheritable(ctl_in, False)
     os.set_inheritable(ctl_out, False)
+    if where_w >= 0:  # never blocks a dump, and no program it execs has it
+        os.set_inheritable(where_w, False)
+        os.set_blocking(where_w, False)
 
 
 def _die_with(parent: int) -> None:
@@ -189,6 +196,7 @@ def _supervise(init: int, report_r: int, fds: tuple[int, ...]) -> None:
     # The run's pipes belong to the program's process alone: its exit is their EOF. (Not
     # found by listing /proc/self/fd: init remounts /proc for its namespace.)
     _close_all(fds)
+    signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # the host's ask at a budget is the program's
     while True:
         try:
             _, status = os.waitpid(init, 0)
@@ -286,6 +294,14 @@ def _set_limits(start: Start, data_base: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
 
 
+def _dump_stacks_at_budgets(where_w: int) -> None:
+    """On SIGXCPU (our CPU timer at the compute budget, or the host's at any budget, just
+    before its kill) write every thread's stack to ``where_w``, at C level (a loop in C that
+    holds the interpreter does not delay it), then die of the signal as before."""
+    if where_w >= 0:
+        faulthandler.register(signal.SIGXCPU, file=where_w, all_threads=True, chain=True)
+
+
 def _streams() -> None:
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(
@@ -318,6 +334,7 @@ def child_main(
     setup: ChildSetup,
     join: list[int],
     uid: int | None,
+    where_w: int = -1,
 ) -> Prepared:
     """Set this freshly forked process up and wait for its program; exits if it cannot.
 
@@ -328,7 +345,7 @@ def child_main(
     its ``Start`` frame, so a child forked ahead of time has done it already.
     """
     try:
-        _contain(ctl_in, ctl_out, log_w, parent, join)
+        _contain(ctl_in, ctl_out, log_w, parent, join, where_w)
         if setup.prepared:
             if uid is not None:
                 become(uid, uid)
@@ -338,7 +355,7 @@ def child_main(
         else:
             join_new_session_keyring()
             if setup.isolation == "namespaces":
-                _enter_namespaces((0, 1, 2, ctl_in, ctl_out))
+                _enter_namespaces((0, 1, 2, ctl_in, ctl_out, where_w))
         bridge = Bridge(ctl_in, ctl_out)
         reporter = Reporter(bridge)
         bridge.fail = reporter.fail
@@ -350,6 +367,7 @@ def child_main(
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's
+        ToolCallError.__module__ = "builtins"  # a traceback says `ToolCallError`, as for a builtin
         if prepare.warm_up:
             _warm_up(bridge)
         data_base = _data_bytes()  # what the program's inputs and code take counts as heap
@@ -357,6 +375,7 @@ def child_main(
         start: Start = bridge.read_first(Start)  # a child forked ahead of time waits here
         reporter.max_output = start.max_output_bytes
         prepare_replay(start, bridge, reporter)
+        reporter.max_heap_mb = start.heap_bytes >> 20
         namespace = _program_module(start, bridge, reporter)
         if start.keep_state:
             reporter.send_state = functools.partial(_send_state, start, namespace, reporter)
@@ -379,10 +398,11 @@ def child_main(
         linecache.cache[FILENAME] = (
             len(start.source),
             None,
-            start.source.splitlines(keepends=True),
+            source_lines(start.source),
             FILENAME,
         )
         _set_limits(start, data_base)
+        _dump_stacks_at_budgets(where_w)
         start_cpu_timer(start.compute_ns)
     except BaseException as exc:  # our own set-up failed: say so, as a death the host can see
         os.write(

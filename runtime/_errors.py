@@ -24,6 +24,7 @@ name, and only the builtin types in ``RECREATED_EXCEPTIONS`` are ever made.
 from __future__ import annotations
 
 import builtins
+import re
 from typing import Final
 
 __all__ = (
@@ -48,6 +49,9 @@ class ToolCallError(Exception):
         self.code = code
 
     def __str__(self) -> str:
+        # The tool's name is said once: a message that names it already is not prefixed.
+        if re.search(rf"(?<![\w.]){re.escape(self.tool)}(?!\w)", self.message):
+            return f"{self.message} ({self.code})"
         return f"{self.tool}: {self.message} ({self.code})"
 
     def __reduce__(self) -> tuple[type[ToolCallError], tuple[str, str, str]]:

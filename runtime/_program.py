@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 __all__ = (
     "ABSENT",
     "FILENAME",
+    "HIDDEN_FILENAME",
     "LAST_NAME",
     "RETURN_NAME",
     "Bare",
@@ -35,11 +36,15 @@ __all__ = (
     "is_async",
     "run_async",
     "run_sync",
+    "source_lines",
 )
 
 Policy = Literal["python", "restricted"]
 
 FILENAME = "<program>"
+#: Code a host compiles under this file name (a prelude of its own) is left out of the
+#: program's tracebacks: its frames are ours, not the program's.
+HIDDEN_FILENAME = "<dsh-code>"
 #: Builtins the rewritten program calls: the top-level ``return`` and the trailing expression.
 RETURN_NAME = "__dsh_return__"
 LAST_NAME = "__dsh_last__"
@@ -296,6 +301,17 @@ def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
         raise _rejected(exc) from None
     except (ValueError, MemoryError, RecursionError) as exc:
         raise ProgramRejected(f"SyntaxError: the program cannot be compiled: {exc}") from None
+
+
+def source_lines(source: str) -> list[str]:
+    """The program's lines as the compiler counts them (``\n``, ``\r\n`` or ``\r`` end one;
+    form feeds and other separators ``str.splitlines`` knows do not), each ending in ``\n``,
+    as ``traceback`` expects of the lines it places its carets under."""
+    text = source.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [line + "\n" for line in text.split("\n")]
+    if text.endswith("\n"):
+        lines.pop()
+    return lines
 
 
 def is_async(code: types.CodeType) -> bool:

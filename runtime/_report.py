@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from runtime._json import JsonTooLarge, bare_repr, json_problem
-from runtime._program import ABSENT, FILENAME, Bare
+from runtime._program import ABSENT, FILENAME, HIDDEN_FILENAME, Bare
 from runtime._wire import ChildFailureKind, Done, Failed
 
 __all__ = ("CountingFile", "Reporter")
@@ -73,6 +73,8 @@ def _stop_flushing(signum: int, frame: object) -> None:
 
 
 def _is_ours(filename: str) -> bool:
+    if filename == HIDDEN_FILENAME:
+        return True
     return os.path.dirname(os.path.abspath(filename)) == _RUNTIME_DIR or filename.startswith(
         _ASYNCIO_DIR
     )
@@ -109,6 +111,7 @@ class Reporter:
         self.bridge = bridge
         self._send = bridge.send
         self.max_output = 0
+        self.max_heap_mb = 0
         self.linger_after = True
         #: A session run: saves the program's globals and sends them, just before ``Done``.
         self.send_state: Any = None
@@ -211,7 +214,11 @@ class Reporter:
     def exception(self, exc: BaseException) -> NoReturn:
         """Report what the program raised, in the program's own line numbers."""
         if isinstance(exc, MemoryError):
-            self.fail("memory", "MemoryError: the program passed the heap cap (max_heap_mb)")
+            self.fail(
+                "memory",
+                f"MemoryError: the program passed the heap cap of {self.max_heap_mb} MiB "
+                "(max_heap_mb)",
+            )
         name = _type_name(exc)
         try:
             te = traceback.TracebackException.from_exception(exc, limit=-50, compact=True)
@@ -261,8 +268,10 @@ class Reporter:
             self.send_state()
 
     def _too_large(self, room: int) -> NoReturn:
+        logs = min(CountingFile.written, self.max_output)
+        before = f" with the {logs} bytes of logs before it" if logs else ""
         self.fail(
             "output_limit",
-            f"the result's JSON would pass max_output_bytes ({self.max_output}): "
-            f"{room} bytes were left after the logs",
+            f"the result is too big: its JSON passes max_output_bytes ({self.max_output} bytes)"
+            + before,
         )

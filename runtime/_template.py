@@ -4,13 +4,13 @@ It never runs a program. At start it settles what every child gets (``runtime._s
 the isolation level, the seccomp filter, on a root host a read-only view of the file system
 and everything children would otherwise each give up) and says so in its READY message,
 JSON after ``b"R:"``. The host talks to it over a SOCK_SEQPACKET socket: each fork request is
-``b"F"`` and the run's uid (4 bytes), with four fds (ctl_in, ctl_out, log_w, status_w), then
-up to four ``cgroup.procs`` files the child joins before anything else; ``b"K"`` and a uid
-kills every process of that uid; ``b"W"`` asks it to enforce a run's budgets
-(``runtime._budgets``). The template forks; it writes ``b"P" + pid`` on status_w,
-and ``b"X" + exit status`` once it has reaped the child and killed whatever the run left
-behind. EOF on the socket means the host is gone: every child is killed and the template
-exits.
+``b"F"`` and the run's uid (4 bytes), with five fds (ctl_in, ctl_out, log_w, status_w,
+where_w: the pipe a stack dump goes to at a budget), then up to four ``cgroup.procs`` files
+the child joins before anything else; ``b"K"`` and a uid kills every process of that uid;
+``b"W"`` asks it to enforce a run's budgets (``runtime._budgets``). The template forks; it
+writes ``b"P" + pid`` on status_w, and ``b"X" + exit status`` once it has reaped the child
+and killed whatever the run left behind. EOF on the socket means the host is gone: every
+child is killed and the template exits.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ __all__ = ("main", "run_child")
 
 _PR_SET_CHILD_SUBREAPER = 36
 _INT = struct.Struct("!i")
-_FDS_PER_RUN = 4
+_FDS_PER_RUN = 5
 _MAX_JOIN = 4  # cgroup.procs files: unified, pids, memory, cpu
 _FDS_MAX = _FDS_PER_RUN + _MAX_JOIN
 #: A fork request: b"F" and the run's uid (_NO_UID: the template's own, without capabilities);
@@ -97,13 +97,13 @@ class _Template:
         self.budgets = Budgets(self.kill_uid)
 
     def fork(self, fds: list[int], uid: int | None) -> None:
-        ctl_in, ctl_out, log_w, status_w, *join = fds
+        ctl_in, ctl_out, log_w, status_w, where_w, *join = fds
         pid = os.fork()
         if pid == 0:
             # Leave the template's frames first: the program's first frame is then as near
             # the bottom of the stack as a script's (the boot line calls run_child).
-            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, uid)
-        for fd in (ctl_in, ctl_out, log_w, *join):
+            raise _Forked(ctl_in, ctl_out, log_w, os.getppid(), self.setup, join, uid, where_w)
+        for fd in (ctl_in, ctl_out, log_w, where_w, *join):
             os.close(fd)
         self.runs[pid] = status_w
         if uid is not None and self.setup.per_run_uid:

@@ -28,7 +28,14 @@ if TYPE_CHECKING:
         process_cpu_ns,
         tree_cpu_ns,
     )
-    from runtime._program import Policy, ProgramRejected, compile_program, is_async
+    from runtime._program import (
+        HIDDEN_FILENAME,
+        Policy,
+        ProgramRejected,
+        compile_program,
+        is_async,
+        source_lines,
+    )
     from runtime._wire import (
         CHILD_FAILURES,
         HEADER,
@@ -54,6 +61,7 @@ __all__ = (
     "BUDGET_KINDS",
     "CHILD_FAILURES",
     "HEADER",
+    "HIDDEN_FILENAME",
     "MAX_DEPTH",
     "RECREATED_EXCEPTIONS",
     "Call",
@@ -91,6 +99,7 @@ __all__ = (
     "kill_tree",
     "process_cpu_ns",
     "searchable_by",
+    "source_lines",
     "tool_call_error",
     "tree_cpu_ns",
     "watch_request",
@@ -123,7 +132,17 @@ _HOMES = {
         ),
         "_procs",
     ),
-    **dict.fromkeys(("Policy", "ProgramRejected", "compile_program", "is_async"), "_program"),
+    **dict.fromkeys(
+        (
+            "HIDDEN_FILENAME",
+            "Policy",
+            "ProgramRejected",
+            "compile_program",
+            "is_async",
+            "source_lines",
+        ),
+        "_program",
+    ),
 }
 
 

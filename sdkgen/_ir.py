@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
+from sdkgen._docs import field_doc
 from sdkgen._manifest import Manifest, Schema, Tool, clean_text, read_manifest
 from sdkgen._names import TypeNames, camel, is_py_name, python_tool_names, singular
 from sdkgen._nodes import (
@@ -39,8 +40,22 @@ def build_sdk(manifest: Manifest) -> Sdk:
 
 
 def canonical(value: object) -> str:
-    """Return canonical JSON text for value (sorted keys), used to compare schemas."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    """Return canonical JSON text for value, used to compare schemas: keys sorted, but the
+    order of an object's `properties` kept (it is the order its fields are shown in)."""
+    return json.dumps(_ordered(value), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _ordered(value: object) -> object:
+    """value with every `properties` mapping as a list of [key, schema] pairs, in order."""
+    if isinstance(value, Mapping):
+        out = {str(k): _ordered(v) for k, v in value.items()}
+        props = value.get("properties")
+        if isinstance(props, Mapping):
+            out["properties"] = [[str(k), _ordered(v)] for k, v in props.items()]
+        return out
+    if isinstance(value, list | tuple):
+        return [_ordered(item) for item in value]
+    return value
 
 
 class Hint(NamedTuple):
@@ -329,11 +344,9 @@ class _Builder:
             return ()
         required = schema.get("required")
         needed = {str(k) for k in required} if isinstance(required, list | tuple) else set()
-        keys = sorted(str(k) for k in props)
-        order = [k for k in keys if k in needed] + [k for k in keys if k not in needed]
         fields = []
-        for key in order:
-            sub = props[key]
+        for raw, sub in props.items():  # in the order declared
+            key = str(raw)
             node = self._convert(side, sub, _hint(parent).child(key))
             fields.append(Field(key, node, key in needed, field_doc(sub), _default(sub)))
         return tuple(fields)
@@ -543,53 +556,3 @@ def _last_segment(pointer: str) -> str:
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-_FACTS = (
-    ("format", "format {}"),
-    ("minimum", ">= {}"),
-    ("exclusiveMinimum", "> {}"),
-    ("maximum", "<= {}"),
-    ("exclusiveMaximum", "< {}"),
-    ("minLength", "min length {}"),
-    ("maxLength", "max length {}"),
-    ("minItems", "min items {}"),
-    ("maxItems", "max items {}"),
-    ("uniqueItems", "unique items"),
-    ("pattern", "pattern {}"),
-    ("multipleOf", "multiple of {}"),
-    ("minProperties", "min properties {}"),
-    ("maxProperties", "max properties {}"),
-    ("propertyNames", "keys {}"),
-    ("dependentRequired", "requires {}"),
-    ("minContains", "min contains {}"),
-    ("contains", "contains {}"),
-    ("not", "not {}"),
-    ("deprecated", "deprecated"),
-)
-
-
-def field_doc(schema: object) -> str:
-    """Return a property's description with its constraints, e.g. `Page size (<= 100)`.
-
-    Constraints the types cannot say (bounds, format, pattern, `not`, ...) are kept here.
-    """
-    if not isinstance(schema, Mapping):
-        return ""
-    facts = []
-    for key, template in _FACTS:
-        if key not in schema or schema[key] is False:
-            continue
-        value = schema[key]
-        text = value if isinstance(value, str) and key in ("format", "pattern") else _json(value)
-        if len(text) > 80:
-            text = text[:79] + "…"
-        facts.append(template.format(text))
-    doc = clean_text(_str(schema.get("description")))
-    if facts:
-        doc = f"{doc} ({'; '.join(facts)})" if doc else f"({'; '.join(facts)})"
-    return doc
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

@@ -23,15 +23,17 @@ from sdkgen._nodes import (
     UnionOf,
 )
 
-_HEADER = '''\
-"""Module `tools`: `await tools.<name>(...)` with keyword arguments; failures raise ToolCallError."""
+# No module docstring: the instructions that come with the SDK say how to call it.
+_HEADER = """\
 {imports}
 JsonValue: TypeAlias = dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None
 class ToolCallError(Exception):
-    tool: str
-    code: str
-    message: str
-'''
+ tool: str
+ code: str
+ message: str
+"""
+#: One space: a block needs no more, and each wider indent is a token more per line.
+_INDENT = " "
 _PRIMS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "none": "None"}
 
 
@@ -115,15 +117,16 @@ def _object(definition: ObjectDef, shadowing: frozenset[str] | set[str]) -> str:
     if all(is_py_name(key) and key not in shadowing for key in keys):
         lines = [f"class {definition.name}(TypedDict):"]
         if definition.doc:
-            lines.append(docstring(definition.doc, "    "))
+            lines.append(docstring(definition.doc, _INDENT))
         lines.extend(
-            f"    {f.key}: {_field_type(f)}{_comment(with_default(f))}" for f in definition.fields
+            f"{_INDENT}{f.key}: {_field_type(f)}{_comment(with_default(f))}"
+            for f in definition.fields
         )
         return "\n".join(lines) + "\n"
     lines = [f"# {line}" if line else "#" for line in definition.doc.split("\n") if definition.doc]
     lines.append(f'{definition.name} = TypedDict("{definition.name}", {{')
     lines.extend(
-        f"    {quote(f.key)}: {_field_type(f)},{_comment(with_default(f))}"
+        f"{_INDENT}{quote(f.key)}: {_field_type(f)},{_comment(with_default(f))}"
         for f in definition.fields
     )
     lines.append("})")
@@ -136,7 +139,7 @@ def _field_type(field: Field) -> str:
 
 
 def _comment(doc: str) -> str:
-    return f"  # {' '.join(doc.split())}" if doc else ""
+    return f" # {' '.join(doc.split())}" if doc else ""
 
 
 def _alias(definition: AliasDef) -> str:
@@ -151,7 +154,7 @@ def _tools(tools: tuple[ToolDef, ...], keyword: str) -> str:
     for tool in tools:
         head = f"{keyword} {tool.py_name}({_signature(tool)}) -> {py_type(tool.returns)}:"
         doc = _tool_doc(tool)
-        lines.append(f"{head}\n{docstring(doc, '    ', compact=True)}" if doc else f"{head} ...")
+        lines.append(f"{head}\n{docstring(doc, _INDENT, compact=True)}" if doc else f"{head} ...")
     return "\n".join(lines) + "\n" if lines else ""
 
 

@@ -267,8 +267,10 @@ def _keep_last_expression(code: str) -> str:
 
 def build_program(code: str, final: str | None, *, epilogue: str = "") -> Program:
     """The program to run for ``code``: the prelude line, then ``code`` in its own lines + 1."""
+    from runtime.lowlevel import HIDDEN_FILENAME  # the prelude's frames are left out
+
     setup = (
-        f"exec(compile({_PRELUDE_INPUT}, '<prelude>', 'exec')); "
+        f"exec(compile({_PRELUDE_INPUT}, {HIDDEN_FILENAME!r}, 'exec')); "
         f"_dsh_setup(globals().pop({NAMESPACE!r}, None), _dsh_params, {final!r}, "
         f"{_VARIABLES_INPUT}, {_SERIALIZER_INPUT}); "
         f"del _dsh_setup, _dsh_params, {_PRELUDE_INPUT}, {_VARIABLES_INPUT}, {_SERIALIZER_INPUT}"
@@ -300,7 +302,22 @@ def program_inputs(
 
 
 def unshift(text: str) -> str:
-    """``text`` (a message or traceback) in the lines of the code as written (prelude aside)."""
+    """``text`` (a message or traceback) in the lines of the code as written (prelude aside,
+    the last expression's line without the name that keeps its value)."""
     for pattern in _LINE_REFS:
         text = pattern.sub(lambda m: str(max(int(m.group(1)) - 1, 1)), text)
-    return text
+    return _KEPT_LINE.sub(_unkeep, text)
+
+
+#: A traceback's line of the kept last expression, with the caret line under it if any.
+_KEPT_LINE: Final = re.compile(
+    rf"(?m)^(?P<indent> +){_LAST} = (?P<rest>.*)$(?P<carets>\n {{{len(_LAST) + 3}}}[ ^~]*$)?"
+)
+
+
+def _unkeep(match: re.Match[str]) -> str:
+    indent, rest = match.group("indent"), match.group("rest")
+    carets = (match.group("carets") or "")[1 + len(_LAST) + 3 :]  # left, with the line
+    if carets == indent + "^" * len(rest):
+        carets = ""  # the whole line: Python shows no carets then
+    return f"{indent}{rest}\n{carets}" if carets else f"{indent}{rest}"

@@ -182,6 +182,8 @@ class Steps:
 
 
 def _binding(name: str, spec: ToolSpec, answers: list[Any] | None) -> Callable[[Any], Any]:
+    from runtime import ToolCallError
+
     async def call(args: Any) -> Any:
         kwargs = args if isinstance(args, dict) else {}
         try:
@@ -189,6 +191,8 @@ def _binding(name: str, spec: ToolSpec, answers: list[Any] | None) -> Callable[[
                 value = await anyio.to_thread.run_sync(functools.partial(spec.call, **kwargs))
             else:
                 value = await spec.call(**kwargs)
+        except ToolCallError:
+            raise
         except Exception as exc:  # the program sees the tool's name, and a builtin type as it
             raise tool_call_error(
                 name, str(exc) or type(exc).__name__, "TOOL_ERROR", builtin_exception_name(exc)

@@ -25,11 +25,13 @@ from host.cli._options import (
     DEFAULTS,
     MAX_STATE_BYTES,
     MCP_WALL_MS,
+    MODEL_OUTPUT_BYTES,
     BindingsOption,
     CallStyleOption,
     ComputeMsOption,
     IsolationOption,
     MaxHeapMbOption,
+    MaxModelOutputBytesOption,
     MaxOutputBytesOption,
     MaxParallelSubCallsOption,
     MaxProcessesOption,
@@ -167,6 +169,10 @@ def run(
             help="Write the run's journal, mode 0600 (a paused run continues with resume FILE).",
         ),
     ] = None,
+    full_logs: Annotated[
+        bool,
+        typer.Option("--full-logs", help="At a terminal, every log line (else a head and a tail)."),
+    ] = False,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     from host.cli._journal_file import RunSettings
@@ -241,6 +247,7 @@ def run(
         runtime_options,
         state,
         mcp_start_timeout_ms,
+        full_logs=full_logs,
         journal=journal,
         settings=settings,
     )
@@ -387,6 +394,7 @@ def mcp_command(
     preload: PreloadOption = [],  # noqa: B006
     ray: RayOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    max_model_output_bytes: MaxModelOutputBytesOption = MODEL_OUTPUT_BYTES,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
@@ -415,6 +423,7 @@ def mcp_command(
         policy=policy,
         call_style=call_style,
         max_tool_calls=max_tool_calls,
+        max_model_output_bytes=max_model_output_bytes,
     )
     plan = ServePlan(
         bindings=loaded,

@@ -7,6 +7,7 @@ from typing import Annotated, Final
 
 import typer
 
+from host.codemode import MIN_MODEL_OUTPUT_BYTES, CodeModeConfig
 from runtime import Limits
 
 __all__ = (
@@ -14,11 +15,13 @@ __all__ = (
     "MAX_HEAP_MB",
     "MAX_STATE_BYTES",
     "MCP_WALL_MS",
+    "MODEL_OUTPUT_BYTES",
     "BindingsOption",
     "CallStyleOption",
     "ComputeMsOption",
     "IsolationOption",
     "MaxHeapMbOption",
+    "MaxModelOutputBytesOption",
     "MaxOutputBytesOption",
     "MaxParallelSubCallsOption",
     "MaxProcessesOption",
@@ -39,6 +42,8 @@ MAX_HEAP_MB: Final = 1 << 42
 #: ``dsh-code mcp``'s wall budget: below the 60 s request timeout of common MCP clients, so
 #: a runaway program ends as a ``budget`` failure the model can act on, not a client timeout.
 MCP_WALL_MS: Final = 50_000
+#: What the model reads of a run: ``CodeModeConfig()``'s (about 20 000 tokens).
+MODEL_OUTPUT_BYTES: Final = CodeModeConfig().max_model_output_bytes
 #: A session's state cap: ``SubprocessRuntime.session()``'s default (64 MiB).
 MAX_STATE_BYTES: Final = 64 * 1024 * 1024
 _MAX_MS: Final = 1 << 40  # ~35 years: anything larger is a typo, and overflows timers
@@ -74,6 +79,17 @@ MaxOutputBytesOption = Annotated[
         min=1,
         max=_MAX_BYTES,
         help="Cap on a run's logs + result bytes.",
+    ),
+]
+MaxModelOutputBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-model-output-bytes",
+        metavar="BYTES",
+        min=MIN_MODEL_OUTPUT_BYTES,
+        max=_MAX_BYTES,
+        help="What the model reads of a run; past it a head and a tail (the whole text kept "
+        "as an MCP resource).",
     ),
 ]
 MaxHeapMbOption = Annotated[

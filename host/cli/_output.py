@@ -19,7 +19,10 @@ import re
 import sys
 import time
 from collections.abc import Iterator
-from typing import IO, Any, Final, TextIO, cast
+from typing import IO, TYPE_CHECKING, Any, Final, TextIO, cast
+
+if TYPE_CHECKING:
+    from host.cli._logview import TerminalLogView
 
 __all__ = (
     "Display",
@@ -143,6 +146,20 @@ class Display:
         self._paused = 0
         self._held: list[str] = []
         self._text = ""
+        self.view: TerminalLogView | None = None
+
+    def limit_logs(self, where: str | None) -> None:
+        """At a terminal: log lines past a screenful as a head, one line, a tail (``where``:
+        where every line is kept, named in that line)."""
+        if not self.out_is_terminal:
+            return
+        try:
+            size = os.get_terminal_size(self.out.fileno())
+        except (OSError, ValueError):
+            return
+        from host.cli._logview import TerminalLogView
+
+        self.view = TerminalLogView(self._emit, size.lines, size.columns, where)
 
     def _width(self) -> int:
         try:
@@ -168,7 +185,8 @@ class Display:
 
     def status(self, text: str) -> None:
         """Show ``text`` as the status line (redrawn in place)."""
-        self._text = text
+        held = self.view.held if self.view is not None else 0
+        self._text = text + (f"  ({held} log lines shown at the end)" if held else "")
         self._draw()
 
     def line(self, text: str) -> None:
@@ -176,7 +194,13 @@ class Display:
         if self._paused:
             self._held.append(text)
             return
-        self._emit(text)
+        self._log(text)
+
+    def _log(self, text: str) -> None:
+        if self.view is not None:
+            self.view.line(text)
+        else:
+            self._emit(text)
 
     def _emit(self, text: str) -> None:
         if self.out_is_terminal:
@@ -212,16 +236,19 @@ class Display:
             if not self._paused:
                 held, self._held = self._held, []
                 for text in held:
-                    self._emit(text)
+                    self._log(text)
                 self._draw()
 
     def close(self) -> None:
-        """Erase the status line and stop drawing it (every exit path calls this)."""
+        """Erase the status line and stop drawing it; the logs' tail (every exit path)."""
         self.status_enabled = False
         for text in self._held:
-            self._emit(text)
+            self._log(text)
         self._held = []
         self._erase()
+        view, self.view = self.view, None
+        if view is not None:
+            view.finish()
 
 
 def status_text(started: float, compute_ms: float, budget_ms: int, calls: int) -> str:

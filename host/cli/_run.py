@@ -138,6 +138,8 @@ class RunPlan:
     runtime: RuntimeOptions
     state: SessionPlan | None = None
     mcp_start_timeout_ms: int = MCP_START_TIMEOUT_MS
+    full_logs: bool = False
+    """At a terminal, every log line (else a head and a tail past a screenful)."""
     journal: Path | None = None
     """``--journal FILE``: where the run's journal goes (and an unanswerable ask pauses)."""
     settings: RunSettings | None = None
@@ -249,6 +251,9 @@ async def execute(plan: RunPlan, stopper: Stopper, outcome: RunOutcome) -> None:
     """Run the plan; a first signal aborts the run (or its start), and everything is cleaned up."""
     controller = AbortController()
     display = None if plan.json_output else Display(result_stream(), sys.stderr, status=True)
+    if display is not None and not plan.full_logs:
+        where = f'{plan.session.path} (its "log" records)' if plan.session is not None else None
+        display.limit_logs(where)
     asker = _Asker(plan.decide, display, can_pause=plan.journal is not None)
     started = [False]
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from host.cli._bindings import SETUP_HOOK, Bindings, BindingsError, load_bindings
 from host.cli._errors import UsageFailure
 from host.cli._mcp import McpUsageError, mcp_definitions, mcp_specs
+from host.cli._options import MODEL_OUTPUT_BYTES
 from host.codemode import CodeModeConfig
 from host.tools import ToolDefinition, ToolRegistry, ToolsConfig, ToolsError
 from runtime import Limits, RuntimeEnvironmentError, RuntimeUsageError
@@ -242,6 +243,7 @@ def codemode_config_of(
     call_style: str,
     max_tool_calls: int,
     preflight_check: bool = False,
+    max_model_output_bytes: int = MODEL_OUTPUT_BYTES,
 ) -> CodeModeConfig:
     """The code-mode settings the flags of ``run``, ``mcp`` and ``repl`` give."""
     return CodeModeConfig(
@@ -256,6 +258,7 @@ def codemode_config_of(
         call_style="sync" if call_style == "sync" else "async",
         max_tool_calls=max_tool_calls,
         preflight_check=preflight_check,
+        max_model_output_bytes=max_model_output_bytes,
     )
 
 

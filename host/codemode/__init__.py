@@ -13,6 +13,14 @@ from host.codemode._codemode import (
     CodeModeSession,
     SdkSection,
 )
+from host.codemode._output import (
+    MIN_MODEL_OUTPUT_BYTES,
+    ModelText,
+    cut_to_budget,
+    failure_text,
+    left_out_line,
+    success_text,
+)
 from host.codemode._render import CodeRunFailed
 from host.codemode._scheduler import SubCallScheduler
 from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
@@ -21,14 +29,20 @@ __all__ = (
     "DISPATCH_EVENT",
     "DISPATCH_START_EVENT",
     "INSTRUCTIONS",
+    "MIN_MODEL_OUTPUT_BYTES",
     "PERSISTENT_NOTE",
     "SYNC_INSTRUCTIONS",
     "CodeMode",
     "CodeModeConfig",
     "CodeModeSession",
     "CodeRunFailed",
+    "ModelText",
     "SdkSection",
     "SubCallScheduler",
+    "cut_to_budget",
+    "failure_text",
+    "left_out_line",
+    "success_text",
 )
 
 _fixup_module_metadata(__name__, globals())

@@ -18,12 +18,17 @@ import msgspec
 
 import sdkgen
 from host.codemode._durable import PausedRuns, resume_decisions
+from host.codemode._output import (
+    MIN_MODEL_OUTPUT_BYTES,
+    Sections,
+    cut_to_budget,
+    success_text,
+)
 from host.codemode._render import (
     failure,
     pause_reason,
     paused_value,
     render_paused,
-    render_success,
 )
 from host.codemode._scheduler import SubCallScheduler
 from host.tools import (
@@ -139,6 +144,18 @@ class CodeModeConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Tool calls one run may make; the next raises ``ToolCallError`` (code ``DENIED``)."""
     preflight_check: bool = False
     """Type-check each program against the SDK before running it (sdkgen.check_program)."""
+    max_model_output_bytes: int = 80_000
+    """What the model reads of a run (logs and result, or the failure and the logs), in
+    UTF-8 bytes (about 20 000 tokens): past it, a head and a tail around one line saying what
+    was left out. ``limits.max_output_bytes`` protects the host; this protects the model."""
+
+    def __post_init__(self) -> None:
+        budget = self.max_model_output_bytes
+        if type(budget) is not int or budget < MIN_MODEL_OUTPUT_BYTES:
+            raise ValueError(
+                f"max_model_output_bytes must be an int of at least {MIN_MODEL_OUTPUT_BYTES}, "
+                f"got {budget!r}"
+            )
 
 
 class SdkSection(msgspec.Struct, frozen=True):
@@ -192,10 +209,15 @@ class CodeMode:
         registry: ToolRegistry,
         runtime: CodeRuntime,
         config: CodeModeConfig | None = None,
+        *,
+        keep_output: Callable[[str], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
         self.config = config or CodeModeConfig()
+        self.keep_output = keep_output
+        """Keeps the whole text of a run the model reads cut, and says where (a path, a
+        URI: the line standing for what was left out names it); None keeps nothing."""
         self._views: dict[tuple[int, ...], _ToolView] = {}
         self._ids = itertools.count(1)
         self.definition = define_tool(
@@ -217,11 +239,13 @@ class CodeMode:
                 "render": lambda _args, value: (
                     render_paused(value)
                     if "paused" in value
-                    else render_success(
-                        list(value["logs"]),
-                        value.get("result"),
-                        "result" in value,
-                        value.get("result_is_repr") is True,
+                    else self.model_text(
+                        *success_text(
+                            value["logs"],
+                            value.get("result"),
+                            "result" in value,
+                            value.get("result_is_repr") is True,
+                        )
                     )
                 ),
             },
@@ -310,6 +334,11 @@ class CodeMode:
             return anthropic_tools(schemas)
         return [s.to_dict() for s in schemas]
 
+    def model_text(self, text: str, sections: Sections = ()) -> str:
+        """``text`` as the model reads it: within ``max_model_output_bytes``."""
+        budget = self.config.max_model_output_bytes
+        return cut_to_budget(text, budget, sections=sections, keep=self.keep_output).text
+
     # ---- running ---------------------------------------------------------------------------
 
     async def _execute(self, args: Any, ctx: ToolRunContext) -> Any:
@@ -325,7 +354,7 @@ class CodeMode:
             decisions=decisions,
         )
         if result.error is not None:
-            raise failure(result)
+            raise failure(result, self.model_text)
         if result.paused:
             assert result.journal is not None
             self.paused.keep(result.journal)

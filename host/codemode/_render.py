@@ -4,11 +4,12 @@ value and text."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 
+from host.codemode._output import Sections, failure_text
 from host.tools import ErrorCode, ToolError, ToolResult
 from runtime import RunResult
 
@@ -18,7 +19,6 @@ __all__ = (
     "pause_reason",
     "paused_value",
     "render_paused",
-    "render_success",
 )
 
 _ARGS_SHOWN = 300
@@ -37,28 +37,14 @@ class CodeRunFailed(ToolError):
         )
 
 
-def render_success(logs: list[str], value: Any, has_value: bool, is_repr: bool = False) -> str:
-    """A completed run for the model: its logs, then its result (``is_repr``: the repr of a
-    bare last expression that is not JSON)."""
-    parts = []
-    if logs:
-        parts.append("logs:\n" + "\n".join(logs))
-    if has_value and is_repr:
-        parts.append(f"result (repr, not JSON):\n{value}")
-    elif has_value:
-        parts.append("result:\n" + msgspec.json.encode(value).decode())
-    return "\n".join(parts) if parts else "(no logs, no result)"
-
-
-def failure(result: RunResult) -> CodeRunFailed:
-    """A failed run as the ``CODE_RUN_FAILED`` error ``run_code`` raises."""
+def failure(result: RunResult, model_text: Callable[[str, Sections], str]) -> CodeRunFailed:
+    """A failed run as the ``CODE_RUN_FAILED`` error ``run_code`` raises: its text as the
+    model reads it (``model_text``), its facts and whole logs for the host."""
     error = result.error
     assert error is not None
     facts = msgspec.to_builtins(error)
-    meta = {"code_run": {**facts, "logs": list(result.logs)}}
-    text = f"Error: the program failed ({error.kind}): {error.message}"
-    if result.logs:
-        text += "\nlogs so far:\n" + "\n".join(result.logs)
+    meta = {"code_run": {**facts, "logs": list(result.logs)}}  # whole: for the host, not the model
+    text = model_text(*failure_text(error.kind, error.message, result.logs))
     return CodeRunFailed(f"{error.kind}: {error.message}", content=text, meta=meta)
 
 

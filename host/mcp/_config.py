@@ -47,3 +47,7 @@ class McpServeConfig:
     """HTTP: connections that have not (yet) sent the token; past it the oldest is closed."""
     shutdown_timeout_s: float = 3.0
     """HTTP: how long open connections may take to finish when the server stops."""
+    max_kept_outputs: int = 32
+    """Whole texts of runs the model read cut, kept as resources (the oldest go first)."""
+    max_kept_output_bytes: int = 64 * 1024 * 1024
+    """The most bytes those texts take together (a larger text is not kept)."""

@@ -76,8 +76,10 @@ def _dsh_fastmcp(external, names):
 
 def _prelude_line(names: list[str]) -> str:
     """The one line before the program: runs the prelude and leaves only the functions."""
+    from runtime.lowlevel import HIDDEN_FILENAME  # the prelude's frames are left out
+
     return (
-        f"exec(compile({_PRELUDE_INPUT}, '<fastmcp>', 'exec')); "
+        f"exec(compile({_PRELUDE_INPUT}, {HIDDEN_FILENAME!r}, 'exec')); "
         f"globals().update(_dsh_fastmcp({NAMESPACE}, {names!r})); "
         f"del _dsh_fastmcp, {_PRELUDE_INPUT}"
     )

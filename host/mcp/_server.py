@@ -16,11 +16,12 @@ from runtime import JournalError
 
 from ._config import McpServeConfig
 from ._logs import LogForwarder
+from ._outputs import KeptOutputs
 from ._sessions import ClientSessions, client_key, handle_key, needs_handle
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
-    from mcp.types import CallToolResult, InputRequiredResult, Tool
+    from mcp.types import CallToolResult, InputRequiredResult, ReadResourceResult, Tool
 
     from host.codemode import CodeMode
     from runtime import Decision, Journal, Limits, RunResult, RunStats
@@ -70,42 +71,82 @@ def _session_note(handle: str) -> str:
     return f"session: {handle} (pass it as `session` to keep these variables)"
 
 
-def render_run(result: RunResult, *, session: str | None = None) -> CallToolResult:
+#: What a failure's structured content keeps of its facts when the model's text is cut.
+_SHORT_FACTS: Final = ("kind", "lineno", "exception_type", "budget", "exit_status")
+
+
+def render_run(
+    result: RunResult,
+    *,
+    session: str | None = None,
+    max_bytes: int | None = None,
+    outputs: KeptOutputs | None = None,
+) -> CallToolResult:
     """A run as an MCP tool result: text with the logs and result; ``isError`` with the facts;
     a paused run says what it waits on. ``session``: the handle of the run's session, for a
-    client that must pass it back."""
+    client that must pass it back.
+    ``max_bytes``: the model's budget; past it the text is a head and a tail, the structured
+    content says what was cut instead of carrying it, and the whole text is kept in
+    ``outputs`` (a resource, linked) when it fits there."""
+    from host.codemode import cut_to_budget, failure_text, success_text
+
     logs = list(result.logs)
     if result.paused:
         return paused_text(result, _session_note(session) if session is not None else None)
-    if result.error is None:
-        parts = []
-        if logs:
-            parts.append("logs:\n" + "\n".join(logs))
-        structured: dict[str, Any] = {"logs": logs}
-        if result.has_value and result.value_is_repr:
-            parts.append(f"result (repr, not JSON):\n{result.value}")
+    error = result.to_json().get("error")
+    if error is None:
+        text, sections = success_text(logs, result.value, result.has_value, result.value_is_repr)
+    else:
+        text, sections = failure_text(error["kind"], error["message"], logs)
+    links: list[str] = []
+
+    def keep(whole: str) -> str | None:
+        uri = outputs.keep(whole) if outputs is not None else None
+        links.extend([uri] if uri is not None else [])
+        return None if uri is None else f"the MCP resource {uri}"
+
+    shown = cut_to_budget(text, max_bytes or len(text.encode()), sections=sections, keep=keep)
+    parts = [shown.text]
+    structured: dict[str, Any]
+    if error is None:
+        structured = {"logs": logs}
+        if result.has_value:
             structured["result"] = result.value
-            structured["result_is_repr"] = True
-        elif result.has_value:
-            parts.append("result:\n" + json.dumps(result.value, ensure_ascii=False))
-            structured["result"] = result.value
-        if result.state_dropped:
-            structured["state_dropped"] = dict(result.state_dropped)
-            dropped = (f"{name} ({why})" for name, why in sorted(result.state_dropped.items()))
-            parts.append("not carried to the next call: " + "; ".join(dropped))
-        if session is not None:
-            structured["session"] = session
-            parts.append(_session_note(session))
-        return _text("\n".join(parts) if parts else "(no logs, no result)", structured=structured)
-    error = result.to_json()["error"]
-    text = f"Error: the program failed ({error['kind']}): {error['message']}"
-    if logs:
-        text += "\nlogs so far:\n" + "\n".join(logs)
-    facts: dict[str, Any] = {"code": "CODE_RUN_FAILED", "code_run": {**error, "logs": logs}}
+    else:
+        structured = {"code": "CODE_RUN_FAILED", "code_run": {**error, "logs": logs}}
+    if shown.is_cut:  # the structured content must not carry what the text left out
+        cut: dict[str, Any] = {
+            "lines": shown.lines_left_out,
+            "bytes": shown.bytes_left_out,
+            "parts": list(shown.parts_cut),
+        }
+        if links:
+            cut["resource"] = links[0]
+        structured = {"cut": cut}
+        if error is not None:
+            short = {k: error[k] for k in _SHORT_FACTS if k in error}
+            structured = {"code": "CODE_RUN_FAILED", "code_run": short, "cut": cut}
+    if error is None and result.state_dropped:
+        structured["state_dropped"] = dict(result.state_dropped)
+        dropped = (f"{name} ({why})" for name, why in sorted(result.state_dropped.items()))
+        parts.append("not carried to the next call: " + "; ".join(dropped))
     if session is not None:
-        facts["session"] = session
-        text += "\n" + _session_note(session)
-    return _text(text, structured=facts, error=True)
+        structured["session"] = session
+        parts.append(_session_note(session))
+    answer = _text("\n".join(parts), structured=structured, error=error is not None)
+    if links:
+        from mcp.types import ResourceLink
+
+        answer.content.append(
+            ResourceLink(
+                type="resource_link",
+                uri=links[0],
+                name="output",
+                description="The whole text of this run, of which the text above is a cut.",
+                mime_type="text/plain",
+            )
+        )
+    return answer
 
 
 def _tool_entry(codemode: CodeMode, name: str, scope: Scope | None) -> dict[str, Any] | None:
@@ -217,14 +258,17 @@ def build_server(
     from mcp.types import (
         CallToolRequestParams,
         EmptyResult,
+        ListResourcesResult,
         ListToolsResult,
         PaginatedRequestParams,
+        ReadResourceRequestParams,
         SetLevelRequestParams,
     )
 
     from host.codemode import INSTRUCTIONS
 
     config = config or McpServeConfig()
+    outputs = KeptOutputs(config.max_kept_outputs, config.max_kept_output_bytes)
     sessions = None
     if config.sessions and ClientSessions.supported(codemode):
         sessions = ClientSessions(
@@ -282,7 +326,8 @@ def build_server(
                 )
                 if result.paused and result.journal is not None:
                     paused.keep(result.journal, owner)  # for this client's resume_run
-                return render_run(result, session=handle)
+                budget = view.config.max_model_output_bytes
+                return render_run(result, session=handle, max_bytes=budget, outputs=outputs)
 
             answer: CallToolResult | InputRequiredResult = await approvals.handle(
                 ctx,  # an `ask` in the run goes to this client, by elicitation
@@ -300,6 +345,14 @@ def build_server(
             return _list_tools(codemode, scope, args.get("query"))
         return _text(f"Error: unknown tool {params.name!r}", error=True)
 
+    async def on_list_resources(
+        _ctx: Any, _params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        return ListResourcesResult(resources=[])  # kept outputs are read by the URI given
+
+    async def on_read_resource(_ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        return read_output(outputs, str(params.uri))
+
     with warnings.catch_warnings():
         # Log notifications are how a program's output streams to the client; the SDK marks
         # the logging capability deprecated from protocol 2026-07-28 on.
@@ -310,8 +363,31 @@ def build_server(
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
             on_set_logging_level=on_set_level,
+            on_list_resources=on_list_resources,
+            on_read_resource=on_read_resource,
             lifespan=approvals.lifespan,
         )
+
+
+#: The MCP error code of a resource that is not there.
+_RESOURCE_NOT_FOUND: Final = -32002
+
+
+def read_output(outputs: KeptOutputs, uri: str) -> ReadResourceResult:
+    """The ``resources/read`` answer for a kept output; an MCP error if it is not kept."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import ReadResourceResult, TextResourceContents
+
+    text = outputs.read(uri)
+    if text is None:
+        raise MCPError(
+            _RESOURCE_NOT_FOUND,
+            f"no output kept at {uri[:120]!r} (this server keeps the last "
+            f"{outputs.max_outputs} cut outputs, {outputs.max_bytes} bytes at most)",
+        )
+    return ReadResourceResult(
+        contents=[TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+    )
 
 
 def _session_of(

@@ -46,6 +46,8 @@ _value_decoder = msgspec.json.Decoder()
 #: Bytes read from a pipe per wake-up: a child that keeps its pipes full cannot hold the
 #: event loop (every other run, every budget) for longer than handling this much takes.
 _CHUNK = 1 << 16
+#: The longest ``output_limit`` report taken whatever the logs took (the child's own are short).
+_LIMIT_REPORT_CHARS = 1024
 #: What a frame's opening says it is (the tag comes first), for the message when it is too big.
 _TOO_MANY: tuple[tuple[bytes, FailureKind, str], ...] = (
     (b'{"type":"Done"', "output_limit", "the result holds"),
@@ -295,7 +297,10 @@ class Intake:
             return
         assert failed.kind in CHILD_FAILURES
         size = len(failed.message) + len(failed.traceback or "") + len(failed.exception_type or "")
-        if self.logs.bytes + size > self.request.limits.max_output_bytes:
+        # An output_limit report is the child's own short text on the cap (the result was too
+        # big, say): it passes whatever the logs took; a longer one is not believed.
+        short_limit = failed.kind == "output_limit" and size <= _LIMIT_REPORT_CHARS
+        if not short_limit and self.logs.bytes + size > self.request.limits.max_output_bytes:
             self._settle(
                 RunError(
                     kind="output_limit",

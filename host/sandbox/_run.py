@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import select
+import signal
 import threading
 import time
 from typing import Any
@@ -21,7 +23,7 @@ import anyio.to_thread
 import msgspec
 
 from host.sandbox._calls import CallServer, replay_fields
-from host.sandbox._cgroup import RunCgroup
+from host.sandbox._cgroup import MEMORY_HEADROOM, RunCgroup
 from host.sandbox._cpu import move_off_this_cpu
 from host.sandbox._fdio import FrameWriter, close_fd
 from host.sandbox._intake import Intake, decoder
@@ -29,6 +31,7 @@ from host.sandbox._logs import LogIntake
 from host.sandbox._options import RunOptions, SessionState, keeps_state
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard, Watchdog
+from host.sandbox._where import program_location, read_dump
 from runtime import RunError, RunRequest, RunResult, RunStats
 from runtime.lowlevel import (
     CallLedger,
@@ -45,6 +48,9 @@ __all__ = ("Run",)
 
 _log = logging.getLogger("host.sandbox")
 
+#: How long the kill at a budget waits for the program to write its stacks and die (the
+#: budget's overshoot grows by at most this; past it, the failure says no place).
+LOCATE_WAIT_MS = 2
 #: Processes of a killed run whose exit is watched through pidfds (the rest: polled).
 _WATCHED_MAX = 64
 _SIGNAL_NAMES = {
@@ -111,6 +117,7 @@ class Run(Intake):
             compute_ms=limits.compute_ms,
             measure=self._measure,
             kill=self._kill,
+            locate=self._locate,
         )
         self.logs = LogIntake(limits.max_output_bytes, options.max_log_lines, self.ledger.on_log)
         self._writer = FrameWriter(slot.fds["to_child"])
@@ -136,6 +143,7 @@ class Run(Intake):
         self._cpu_base = 0
         self._pidfd: int | None = None
         self._kill_lock = threading.Lock()
+        self._locating = threading.Lock()
         self._killed = False
         self._watched: list[int] = []  # pidfds of the killed run's processes
         self._exited = anyio.Event()
@@ -194,6 +202,8 @@ class Run(Intake):
         error = outcome if isinstance(outcome, RunError) else None
         if error is not None and error.kind == "died":
             error = self._classify_death(error)
+        if error is not None and error.kind == "budget":
+            error = self._located(error)
         value = self.value if error is None else msgspec.UNSET
         stats = self._stats()
         dropped: dict[str, str] = {}
@@ -209,15 +219,45 @@ class Run(Intake):
             value_is_repr=self.value_is_repr and error is None,
         )
 
+    def _locate(self) -> None:
+        """At a budget, before the kill: SIGXCPU to the run's process group, whose program
+        writes its stacks (faulthandler, at C level) and dies of it; wait a moment for that
+        (unless its own CPU timer sent it already: it is writing them)."""
+        fd, pidfd = self.slot.fds.get("where"), self._pidfd
+        with self._locating:  # a kill from the event loop meanwhile waits for this
+            if self.pid is None or fd is None or pidfd is None or self._killed:
+                return
+            dumping = select.poll()
+            dumping.register(fd, select.POLLIN)
+            if not dumping.poll(0):
+                try:
+                    os.killpg(self.pid, signal.SIGXCPU)
+                except OSError:
+                    return
+            exited = select.poll()  # the child's exit: the program's, so its stacks are written
+            exited.register(pidfd, select.POLLIN)
+            exited.poll(LOCATE_WAIT_MS)
+
+    def _located(self, error: RunError) -> RunError:
+        """A budget failure with where the program was, when its stacks were written."""
+        fd = self.slot.fds.get("where")
+        found = program_location(read_dump(fd), self.request.program) if fd is not None else None
+        if found is None:
+            return error
+        text, lineno = found
+        message = f"{error.message}; it was stopped here (most recent call last):\n{text}"
+        return msgspec.structs.replace(error, message=message, lineno=lineno)
+
     def _classify_death(self, error: RunError) -> RunError:
         status = self.exit_status
         cgroup = self.slot.cgroup
         if cgroup is not None and cgroup.oom_kills() > 0:
             return RunError(
                 kind="memory",
-                message=f"the run passed its memory cap (max_heap_mb {self.limits.max_heap_mb} "
-                "plus headroom, all its processes, shared memory and files in its working "
-                "directory together): the kernel killed it",
+                message=f"the run passed the heap cap of {self.limits.max_heap_mb} MiB "
+                f"(max_heap_mb; with {MEMORY_HEADROOM >> 20} MiB of headroom, for all its "
+                "processes, shared memory and files in its working directory together): the "
+                "kernel killed it",
             )
         if status == -24:  # SIGXCPU: the child's own CPU timer, at its budget
             return RunError(
@@ -381,6 +421,8 @@ class Run(Intake):
     def _kill(self) -> None:
         """SIGKILL every process of the run, once (any thread). With a cgroup that is one
         write: every process of the run is in it, however fast it forks; without, the tree."""
+        with self._locating:  # the watchdog asking the program where it is: let it finish
+            pass
         with self._kill_lock:
             if self._killed or self.pid is None:
                 return

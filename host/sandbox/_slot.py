@@ -70,18 +70,25 @@ class ChildSlot:
         Raises OSError."""
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
-            for _ in range(4):
+            for _ in range(5):
                 opened += os.pipe2(os.O_CLOEXEC)
         except BaseException:
             for fd in opened:
                 os.close(fd)
             os.rmdir(workdir)
             raise
-        ctl_in_r, ctl_in_w, ctl_out_r, ctl_out_w, log_r, log_w, status_r, status_w = opened
-        fds = {"to_child": ctl_in_w, "from_child": ctl_out_r, "log": log_r, "status": status_r}
+        ctl_in_r, ctl_in_w, ctl_out_r, ctl_out_w, log_r, log_w, status_r, status_w = opened[:8]
+        where_r, where_w = opened[8:]  # the child's stack dump at a budget (_where.py)
+        fds = {
+            "to_child": ctl_in_w,
+            "from_child": ctl_out_r,
+            "log": log_r,
+            "status": status_r,
+            "where": where_r,
+        }
         for fd in fds.values():
             os.set_blocking(fd, False)
-        child_ends = [ctl_in_r, ctl_out_w, log_w, status_w]
+        child_ends = [ctl_in_r, ctl_out_w, log_w, status_w, where_w]
         join = cgroup.join_fds() if cgroup is not None else []
         # Waits in the pipe for the child (an empty pipe takes a frame this small whole).
         # With a cgroup holding the run, the child need not linger to keep its tree.

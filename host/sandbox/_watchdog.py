@@ -44,6 +44,7 @@ class Guard:
         compute_ms: int,
         measure: Callable[[], int],
         kill: Callable[[], None],
+        locate: Callable[[], None] | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.deadline = self.started + wall_s
@@ -52,6 +53,7 @@ class Guard:
         self.budget_ns = compute_ms * 1_000_000
         self._measure = measure  # busy CPU of the run since it began billing, in ns
         self._kill = kill
+        self._locate = locate  # asks the program where it is, waiting a moment for the answer
         self._lock = threading.Lock()
         self.outcome: Any = None
         self.billing = False  # compute is billed from the child's Ready
@@ -83,6 +85,11 @@ class Guard:
         else:
             message = f"the run passed its compute budget of {self.compute_ms} ms"
         if self.claim(RunError(kind="budget", budget=budget, message=message)):  # type: ignore[arg-type]
+            if self._locate is not None:
+                try:
+                    self._locate()
+                except Exception:
+                    _log.exception("dsh-code: asking a run where it is failed")
             self.kill()
 
     def kill(self) -> None:

@@ -170,8 +170,8 @@ def define_tool(
     present_result: Callable[[Any, Mapping[str, Any]], Any] | None = None,
     schema_limits: SchemaLimits | None = None,
 ) -> ToolDefinition:
-    """Define a tool with the explicit DSL; ``parameters`` is a mapping of nodes (the open
-    implicit root), an ``schema.object(...)`` node or a bare JSON Schema object.
+    """Define a tool with the explicit DSL; ``parameters`` is a mapping of nodes (the implicit
+    root, which takes no other keys), an ``schema.object(...)`` node or a bare JSON Schema.
 
     A bare JSON Schema (draft 4 to 2020-12) is kept as given and validates with a
     standard-conforming validator, within ``schema_limits``. Defaults declared in the schema

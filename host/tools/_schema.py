@@ -358,8 +358,9 @@ class SchemaDSL:
         return OneOf(options=options, description=description, required=required)
 
     def root(self, properties: Mapping[str, Node]) -> Object:
-        """The implicit parameter root: an open object of ``properties``."""
-        return _object(properties, True, None, False)
+        """The implicit parameter root: an object of ``properties`` and nothing else (a tool
+        that takes other keys says so with ``schema.object(..., additional_properties=...)``)."""
+        return _object(properties, False, None, False)
 
 
 schema: Final = SchemaDSL()

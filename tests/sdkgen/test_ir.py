@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import sdkgen
 
@@ -69,15 +71,47 @@ def test_optional_parameters_show_their_default_or_an_ellipsis() -> None:
     assert param({"enum": ["a", "b"], "default": "b"}, required=False) == 'Literal["a", "b"] = "b"'
     # A default the type does not admit, or one that is not a scalar, stays in the doc.
     text = sdk({"type": "object", "properties": {"p": {"type": "integer", "default": "x"}}})
-    assert 'async def t(*, p: int = ...) -> JsonValue:\n    """p: (default "x")"""' in text
+    assert 'async def t(*, p: int = ...) -> JsonValue:\n """p: (default "x")"""' in text
     text = sdk({"type": "object", "properties": {"p": {"type": "array", "default": []}}})
     assert '"""p: (default [])"""' in text
 
 
-def test_required_parameters_come_first_then_sorted() -> None:
+def test_parameters_and_fields_keep_their_declared_order() -> None:
     props = {k: {"type": "string"} for k in ("z", "b", "a", "y")}
     text = sdk({"type": "object", "properties": props, "required": ["z", "y"]})
-    assert "(*, y: str, z: str, a: str = ..., b: str = ...)" in text
+    assert "(*, z: str, b: str = ..., a: str = ..., y: str)" in text
+    shape = {"type": "object", "properties": props, "required": ["y"]}
+    text = sdk({"type": "object", "properties": {"options": shape}})
+    assert (
+        "class Options(TypedDict):\n z: NotRequired[str]\n b: NotRequired[str]\n"
+        " a: NotRequired[str]\n y: str\n"
+    ) in text
+
+
+@given(
+    st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=8, unique=True),
+    st.sets(st.sampled_from("abcdefgh")),
+)
+def test_any_order_of_properties_is_the_order_shown(keys: list[str], needed: set[str]) -> None:
+    props = {k: {"type": "integer"} for k in keys}
+    required = [k for k in keys if k in needed]
+    text = sdk({"type": "object", "properties": {"o": {"type": "object", "properties": props}}})
+    fields = text.split("class O(TypedDict):\n", 1)[1].split("async def", 1)[0]
+    assert [line.split(":")[0].strip() for line in fields.splitlines()] == keys
+    line = next(
+        x
+        for x in sdk({"type": "object", "properties": props, "required": required}).splitlines()
+        if x.startswith("async def t(")
+    )
+    assert [p.split(":")[0] for p in line[len("async def t(*, ") :].split(", ")] == keys
+
+
+def test_shapes_with_the_same_fields_in_another_order_are_two_types() -> None:
+    one = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    two = {"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string"}}}
+    text = sdk({"type": "object", "properties": {"x": one, "y": one, "z": two, "w": two}})
+    assert "class X(TypedDict):\n a: NotRequired[str]\n b: NotRequired[str]\n" in text
+    assert "class W(TypedDict):\n b: NotRequired[str]\n a: NotRequired[str]\n" in text
 
 
 def test_object_shapes_are_typeddicts_named_by_property() -> None:
@@ -87,8 +121,8 @@ def test_object_shapes_are_typeddicts_named_by_property() -> None:
         "properties": {"deep": {"type": "boolean", "description": "Go deep."}},
     }
     text = sdk({"type": "object", "properties": {"options": options}})
-    assert 'class Options(TypedDict):\n    """Options."""\n' in text
-    assert "    deep: NotRequired[bool]  # Go deep.\n" in text
+    assert 'class Options(TypedDict):\n """Options."""\n' in text
+    assert " deep: NotRequired[bool] # Go deep.\n" in text
     assert "options: Options = ..." in text
 
 
@@ -103,7 +137,7 @@ def test_defs_become_named_types_and_may_recurse() -> None:
     }
     props = {"tree": {"$ref": "#/$defs/Tree"}, "kind": {"$ref": "#/$defs/Kind"}}
     text = sdk({"type": "object", "$defs": defs, "properties": props, "required": ["tree"]})
-    assert "class Tree(TypedDict):\n    kids: NotRequired[list[Tree]]\n" in text
+    assert "class Tree(TypedDict):\n kids: NotRequired[list[Tree]]\n" in text
     assert 'Kind: TypeAlias = Literal["a", "b"]\n"""The kind."""\n' in text
     assert "Unused" not in text
 
@@ -115,8 +149,8 @@ def test_same_def_name_different_content_gets_tool_prefixes() -> None:
         return {"name": name, "inputSchema": schema}
 
     text = sdkgen.python_sdk([tool("b", "string"), tool("a", "integer")])
-    assert "class AItem(TypedDict):\n    v: NotRequired[int]" in text
-    assert "class BItem(TypedDict):\n    v: NotRequired[str]" in text
+    assert "class AItem(TypedDict):\n v: NotRequired[int]" in text
+    assert "class BItem(TypedDict):\n v: NotRequired[str]" in text
     shared = sdkgen.python_sdk([tool("b", "string"), tool("a", "string")])
     assert "class Item(TypedDict):" in shared
     assert "AItem" not in shared
@@ -143,20 +177,20 @@ def test_all_of_objects_merge() -> None:
     }
     defs = {"B": {"type": "object", "properties": {"b": {"type": "integer"}}}}
     text = sdk({"type": "object", "$defs": defs, "properties": {"x": schema}})
-    assert "class X(TypedDict):\n    a: str\n    b: NotRequired[int]\n" in text
+    assert "class X(TypedDict):\n a: str\n b: NotRequired[int]\n" in text
 
 
 def test_keys_that_are_not_python_names_use_unpack() -> None:
     params = {"type": "object", "properties": {"from": {"type": "string"}}, "required": ["from"]}
     text = sdk(params)
-    assert 'TArgs = TypedDict("TArgs", {\n    "from": str,\n})' in text
+    assert 'TArgs = TypedDict("TArgs", {\n "from": str,\n})' in text
     assert "async def t(**args: Unpack[TArgs]) -> JsonValue:" in text
 
 
 def test_root_recursion_names_the_arguments() -> None:
     params = {"type": "object", "properties": {"sub": {"$ref": "#"}, "v": {"type": "integer"}}}
     text = sdk(params)
-    assert "class TArgs(TypedDict):\n    sub: NotRequired[TArgs]\n" in text
+    assert "class TArgs(TypedDict):\n sub: NotRequired[TArgs]\n" in text
     assert "async def t(*, sub: TArgs = ..., v: int = ...)" in text
 
 
@@ -185,7 +219,7 @@ def test_output_schemas_type_the_result() -> None:
     assert "async def t() -> str:\n" in text
     assert "Returns: The id." in text
     out = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    assert "class TResult(TypedDict):\n    n: int\n" in sdk(output=out)
+    assert "class TResult(TypedDict):\n n: int\n" in sdk(output=out)
 
 
 def test_facts_document_constraints() -> None:
@@ -199,7 +233,7 @@ def test_facts_document_constraints() -> None:
     params = {"type": "object", "properties": {"size": schema}}
     text = sdk(params)
     assert (
-        'async def t(*, size: int = 30) -> JsonValue:\n    """size: Page size. (>= 1; <= 100)"""'
+        'async def t(*, size: int = 30) -> JsonValue:\n """size: Page size. (>= 1; <= 100)"""'
         in text
     )
     kept = {"type": "string", "format": "uri", "not": {"const": ""}, "multipleOf": 2}
@@ -218,7 +252,10 @@ def test_type_names_never_shadow_tool_functions_or_builtins() -> None:
     text = sdkgen.python_sdk(tools)
     assert "async def ListPage(**args: JsonValue)" in text
     assert "async def list_(*, page: ListPage_2 = ...)" in text
-    assert 'ListPage_2 = TypedDict("ListPage_2", {\n    "b": NotRequired[list[JsonValue]],' in text
+    assert (
+        'ListPage_2 = TypedDict("ListPage_2", {\n "list": NotRequired[int],\n'
+        ' "b": NotRequired[list[JsonValue]],\n})'
+    ) in text
 
 
 def test_parameters_root_may_be_a_ref() -> None:
@@ -230,7 +267,7 @@ def test_parameters_root_may_be_a_ref() -> None:
 def test_list_items_are_named_in_the_singular() -> None:
     entity = {"type": "object", "properties": {"name": {"type": "string"}}}
     params = {"type": "object", "properties": {"entities": {"type": "array", "items": entity}}}
-    assert "class Entity(TypedDict):\n    name: NotRequired[str]\n" in sdk(params)
+    assert "class Entity(TypedDict):\n name: NotRequired[str]\n" in sdk(params)
 
 
 def test_shapes_with_the_same_content_share_one_name() -> None:

@@ -29,12 +29,17 @@ EXPECTED_TEXTS = (
 )
 
 
-def _shuffle_keys(value: Any, rng: random.Random) -> Any:
-    """Return value with every mapping's key order shuffled (arrays keep their order)."""
+def _shuffle_keys(value: Any, rng: random.Random, *, declared: bool = False) -> Any:
+    """Return value with every mapping's key order shuffled (arrays keep their order, and so
+    do `properties`: their order is the order the SDK shows them in)."""
     if isinstance(value, dict):
         keys = list(value)
-        rng.shuffle(keys)
-        return {key: _shuffle_keys(value[key], rng) for key in keys}
+        if not declared:
+            rng.shuffle(keys)
+        return {
+            key: _shuffle_keys(value[key], rng, declared=key == "properties" and not declared)
+            for key in keys
+        }
     if isinstance(value, list):
         return [_shuffle_keys(item, rng) for item in value]
     return value

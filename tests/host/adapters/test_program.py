@@ -107,3 +107,20 @@ def test_the_prelude_takes_one_line_and_unshift_gives_it_back() -> None:
     assert program.splitlines()[1:3] == ["a", "_dsh_last = b"]
     text = 'File "<program>", line 3, in <module>\n(line 2)\nline 4: x'
     assert unshift(text) == 'File "<program>", line 2, in <module>\n(line 1)\nline 3: x'
+
+
+def test_unshift_gives_the_kept_expression_its_own_line_back() -> None:
+    traceback = (
+        'File "<program>", line 3, in <module>\n'
+        "    _dsh_last = lookup('tau')\n"
+        "                ^^^^^^^^^^^^^\n"
+        "ToolCallError: lookup: no such key (TOOL_ERROR)"
+    )
+    # As Python shows it: the line as written, no carets when they would span all of it.
+    assert unshift(traceback) == (
+        'File "<program>", line 2, in <module>\n'
+        "    lookup('tau')\n"
+        "ToolCallError: lookup: no such key (TOOL_ERROR)"
+    )
+    part = "    _dsh_last = 1 + f(x)\n                    ^^^^\nZeroDivisionError"
+    assert unshift(part) == "    1 + f(x)\n        ^^^^\nZeroDivisionError"

@@ -115,6 +115,18 @@ def test_a_tool_failure_reaches_the_model_with_the_traceback_and_it_recovers(
         assert "caught TOOL_ERROR" in agent.memory.steps[2].observations
 
 
+def test_the_model_reads_its_failure_without_names_of_ours(before: set[int]) -> None:
+    model = Scripted(["print('before')\nlookup('tau')", "final_answer('done')"])
+    with _agent(model, DshExecutor()) as agent:
+        assert agent.run("find tau") == "done"
+        assert str(agent.memory.steps[1].error) == (
+            "Traceback (most recent call last):\n"
+            '  File "<program>", line 2, in <module>\n'
+            "    lookup('tau')\n"
+            "ToolCallError: lookup: 'no such key: tau' (TOOL_ERROR)"
+        )
+
+
 def test_a_budget_overrun_is_reported_to_the_model(before: set[int]) -> None:
     model = Scripted(["while True:\n    pass", "final_answer('gave up')"])
     with _agent(model, DshExecutor(compute_ms=300)) as agent:

@@ -71,6 +71,34 @@ def test_logs_scroll_above_the_status_line_and_never_share_a_line(
         assert term.lines() == ["alpha", "beta", "gamma", "7"]  # and erased at the end
 
 
+def test_logs_past_a_screenful_are_a_head_one_line_and_a_tail(
+    tmp_path: Path, bindings: Path
+) -> None:
+    program = _program(tmp_path, "for i in range(500):\n    print('line', i)\nreturn 7")
+    log = tmp_path / "run.jsonl"
+    term = Terminal.start("run", str(program), "-b", str(bindings), "--log", str(log), columns=300)
+    try:
+        assert term.finish() == 0
+    finally:
+        term.close()
+    # 30 rows: half for the head, the line between, the tail, the result and a prompt's row.
+    assert term.lines() == [
+        *(f"line {i}" for i in range(15)),
+        f"[... 474 lines ({sum(len(f'line {i}') + 1 for i in range(15, 489)):,} bytes) of the "
+        f'logs left out here; the whole text: {log} (its "log" records)]',
+        *(f"line {i}" for i in range(489, 500)),
+        "7",
+    ]
+    assert log.read_text().count('"event":"log"') == 500
+    full = Terminal.start("run", str(program), "-b", str(bindings), "--full-logs")
+    try:
+        assert full.finish() == 0
+    finally:
+        full.close()
+    assert all(f"line {i}\r\n".encode() in full.raw for i in range(500))
+    assert full.lines()[-2:] == ["line 499", "7"]
+
+
 def test_an_ask_prompt_is_visible_and_answerable(tmp_path: Path, bindings: Path) -> None:
     program = _program(
         tmp_path,

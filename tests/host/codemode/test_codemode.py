@@ -4,9 +4,10 @@ events, the SDK section (the sandbox itself: test_codemode_sandbox.py)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
+import pydantic
 import pytest
 
 from host.codemode import DISPATCH_EVENT, DISPATCH_START_EVENT, CodeMode, CodeModeConfig
@@ -400,3 +401,55 @@ async def test_a_tool_sees_the_runs_stable_call_id(setup: tuple[ToolRegistry, Co
     assert result.to_dict()["value"]["result"] == 2
     run_id = ids[0].rsplit(":", 1)[0] if ids[0] else ""
     assert run_id and ids == [f"{run_id}:1", f"{run_id}:2"]
+
+
+async def test_a_dsl_tool_is_rendered_as_validation_takes_it() -> None:
+    from host.tools import define_tool, schema
+
+    def read(args: Any, _ctx: ToolRunContext) -> str:
+        return str(args["path"])
+
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    registry.register(
+        define_tool(
+            name="read",
+            description="Read a file.",
+            execute=read,
+            parameters={"path": schema.string(required=True), "n": schema.integer()},
+        )
+    )
+    codemode = CodeMode(registry, InProcessRuntime())
+    assert 'async def read(*, path: str, n: int = ...) -> JsonValue:\n """Read a file."""' in (
+        codemode.sdk().text
+    )
+    # What the SDK does not offer, validation does not take: the model hears which keyword.
+    failed = await codemode.run("return await tools.read(path='a', mode='r')")
+    assert (
+        "$.mode: unexpected property (not allowed here)" in failed.to_dict()["content"][0]["text"]
+    )
+
+
+class Order(TypedDict):
+    quantity: int
+    item: str
+
+
+class Address(pydantic.BaseModel):
+    street: str
+    city: str
+    zip_code: str | None = None
+
+
+@tool
+def ship(order: Order, to: Address) -> str:
+    """Ship an order."""
+    return "ok"
+
+
+async def test_typeddict_and_model_fields_keep_their_declared_order() -> None:
+    registry = ToolRegistry(ToolsConfig(mode="code"))
+    registry.register(ship)
+    text = CodeMode(registry, InProcessRuntime()).sdk().text
+    assert "class Order(TypedDict):\n quantity: int\n item: str\n" in text
+    assert "(TypedDict):\n street: str\n city: str\n zip_code: NotRequired[str | None]" in text
+    assert "async def ship(*, order: Order, to: To) -> str:" in text

@@ -170,6 +170,22 @@ async def test_a_builtin_exception_of_an_external_function_keeps_its_type(
     assert out == ["'b'", "lookup", True, "KeyError"]
 
 
+async def test_an_uncaught_failed_call_shows_only_the_programs_frames(
+    provider: DshSandboxProvider,
+) -> None:
+    async with Client(_server(provider)) as client:
+        with pytest.raises(ToolError) as caught:
+            await client.call_tool(
+                "execute", {"code": "x = 1\nawait call_tool('refuse', {'why': 'no'})"}
+            )
+    assert str(caught.value) == (
+        "the program failed (exception): Traceback (most recent call last):\n"
+        '  File "<program>", line 2, in <module>\n'
+        "    await call_tool('refuse', {'why': 'no'})\n"
+        "ToolCallError: call_tool('refuse') failed: refused: no"
+    )
+
+
 async def test_a_cancelled_external_function_cleans_up_with_awaits(
     provider: DshSandboxProvider,
 ) -> None:

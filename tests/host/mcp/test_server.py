@@ -139,6 +139,36 @@ async def test_stdio_run_code_schemas_and_streamed_logs(tmp_path: Path) -> None:
     assert wait_gone(demo_pid)  # the client closed dsh-code mcp, which stopped its server
 
 
+async def test_a_run_past_the_models_budget_reads_cut_and_its_whole_text_is_a_resource() -> None:
+    from mcp.shared.exceptions import MCPError
+
+    command = _command("--max-model-output-bytes", "2000")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=child_env())
+    async with Client(stdio_client(params), cache=None) as client:
+        program = "for i in range(5000):\n    print('line', i)\nreturn {'n': 5000}"
+        result = await client.call_tool("run_code", {"code": program})
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.is_error is False and len(text.encode()) <= 2000
+        assert text.startswith("logs:\nline 0\n") and text.endswith(
+            'line 4999\nresult:\n{"n":5000}'
+        )
+        found = re.search(
+            r"of the logs left out here; the whole text: the MCP resource (\S+)\]", text
+        )
+        assert found is not None
+        uri = found.group(1)
+        link = result.content[1]
+        assert link.type == "resource_link" and str(link.uri) == uri
+        cut = (result.structured_content or {})["cut"]
+        assert cut["resource"] == uri and cut["parts"] == ["logs"] and cut["bytes"] > 40_000
+        assert "logs" not in (result.structured_content or {})  # bounded, as the text is
+        whole = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+        assert whole.startswith("logs:\nline 0\n") and whole.count("\n") == 5002
+        with pytest.raises(MCPError, match="no output kept at"):
+            await client.read_resource("dsh-code://output/not-one-of-ours")
+        assert (await client.list_resources()).resources == []  # read by the URI given, only
+
+
 TOKEN = "test-token-0123456789abcdef"
 
 
@@ -254,8 +284,11 @@ async def test_a_log_flood_is_batched_into_few_notifications() -> None:
         result = await client.call_tool(
             "run_code", {"code": "for i in range(100_000):\n    print(i)\nreturn 'done'"}
         )
-    assert (result.structured_content or {})["result"] == "done"
-    assert len((result.structured_content or {})["logs"]) == 100_000  # the result has every line
+        # The model reads a head and a tail; the whole text, every line, is a resource.
+        assert result.content[0].text.endswith('99999\nresult:\n"done"')  # type: ignore[union-attr]
+        uri = (result.structured_content or {})["cut"]["resource"]
+        whole = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+        assert whole.split("\n")[1:100_001] == [str(i) for i in range(100_000)]
     # not one notification per line (100 000 before batching); how many lines each one joins
     # depends on how the host's reads and the client's sends interleave under load
     assert len(logs.items) < 5_000

@@ -21,7 +21,7 @@ def _noop(args: Any, ctx: ToolRunContext) -> Any:
     return None
 
 
-def test_mapping_parameters_make_an_open_root() -> None:
+def test_mapping_parameters_make_a_root_of_just_those_properties() -> None:
     definition = define_tool(
         name="read_file",
         description="Read a file.",
@@ -33,7 +33,7 @@ def test_mapping_parameters_make_an_open_root() -> None:
         "type": "object",
         "properties": {"path": {"type": "string"}, "offset": {"type": "number"}},
         "required": ["path"],
-        "additionalProperties": True,
+        "additionalProperties": False,
     }
     assert isinstance(definition.output, Output)
     assert not definition.is_async

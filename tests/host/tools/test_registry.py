@@ -233,7 +233,7 @@ def test_manifest_is_sorted_and_omits_missing_output() -> None:
         "parameters": {
             "type": "object",
             "properties": {"text": {"type": "string"}},
-            "additionalProperties": True,
+            "additionalProperties": False,
         },
         "output": {"type": "string"},
     }

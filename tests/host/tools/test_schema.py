@@ -57,8 +57,8 @@ def test_explicit_objects_must_declare_additional_properties() -> None:
         schema.object({"a": schema.string()})  # type: ignore[call-arg]
 
 
-def test_implicit_root_is_open() -> None:
-    assert schema.root({"a": schema.string()}).additional_properties is True
+def test_implicit_root_takes_only_its_properties() -> None:
+    assert schema.root({"a": schema.string()}).additional_properties is False
 
 
 @pytest.mark.parametrize(
