@@ -38,6 +38,7 @@ from runtime._contain import (
     unshare_run_namespaces,
 )
 from runtime._errors import ToolCallError
+from runtime._exec import exec_engine
 from runtime._privileges import (
     become,
     clear_capabilities,
@@ -391,6 +392,8 @@ def child_main(
         _prepare(prepare, setup, reporter)
         if setup.uid is not None and (setup.isolation == "process" or direct):
             _die_with(1 if direct else parent)  # cleared by the change of ids
+        if prepare.exec_argv:
+            exec_engine(prepare.exec_argv, prepare.exec_env, ctl_in, ctl_out)
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's

@@ -49,6 +49,9 @@ class Prepare(msgspec.Struct, tag=True, frozen=True):
     open_files: int
     linger: bool  # after the report, wait to be killed (False: the run's cgroup holds it)
     warm_up: bool  # run a throwaway program first (a spare: it has the time while it waits)
+    #: Another engine to become once contained (TypeScript: Deno), on fds 0 and 1 (``[]``: none)
+    exec_argv: list[str] = []
+    exec_env: dict[str, str] = {}
 
 
 class Start(msgspec.Struct, tag=True, frozen=True):

@@ -114,6 +114,8 @@ class SubprocessRuntime:
         self._why_not_cgroups = "" if use_cgroups else "use_cgroups=False"
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
+        #: What spares become once contained (``()``: they stay Python; see ``_engine``).
+        self._spare_engine: tuple[str, ...] = ()
         self._compiled: dict[tuple[str, str], bytes] = {}
         self._options = RunOptions(
             workdir_root=workdir_root or default_workdir_root(),
@@ -273,8 +275,8 @@ class SubprocessRuntime:
                 raise
             if self._closed:
                 return self._failed_before_start(closed), None
-            slot = await self._take_slot(template)
-            run = Run(request, code, slot, self._options, self._watchdog, session)
+            slot = await self._take_slot(template, self._engine(request))
+            run = self._make_run(request, code, slot, session)
             self._runs.add(run)
             result = await run.execute()
             return result, run.state
@@ -287,6 +289,15 @@ class SubprocessRuntime:
                 self._background.spawn(
                     lambda: self._release(run, limiter, ticket), what="releasing a run's resources"
                 )
+
+    def _engine(self, request: RunRequest) -> tuple[str, ...]:
+        """The command a run's child becomes once contained; ``()``: it runs Python itself."""
+        return ()
+
+    def _make_run(
+        self, request: RunRequest, code: bytes, slot: ChildSlot, session: SessionState | None
+    ) -> Run:
+        return Run(request, code, slot, self._options, self._watchdog, session)
 
     async def _release(self, run: Run, limiter: anyio.CapacityLimiter, ticket: object) -> None:
         """After a run: its processes gone, its resources freed, its slot given back."""
@@ -376,27 +387,31 @@ class SubprocessRuntime:
         if removed:
             _log.info("dsh-code: removed %d run directories left by dead runtimes", removed)
 
-    async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
+    async def _take_slot(self, template: TemplateProcess, engine: tuple[str, ...]) -> ChildSlot:
         """A spare child if one is ready, else a fresh fork; either way the next spare is
-        asked for now, so it sets up while this run runs."""
+        asked for now, so it sets up while this run runs. A spare becomes ``engine``, and
+        the next spares become what this run asked for."""
         slot = None
+        self._spare_engine = engine
         while self._spares and slot is None:
             spare = self._spares.pop(0)
-            if spare.template is template and not spare.stale():
+            if spare.template is template and spare.engine == engine and not spare.stale():
                 slot = spare
             else:
                 spare.discard()
                 self._release_cgroup(spare)
                 spare.remove_workdir()
         if slot is None:
-            slot = await self._fork(template, spare=False)
+            slot = await self._fork(template, spare=False, engine=engine)
         if len(self._spares) < self._prefork and not self._replenishing:
             # off the caller's path: making a spare's cgroup and directory takes a while
             self._replenishing = True
             self._background.spawn(self._replenish, what="forking a spare child")
         return slot
 
-    async def _fork(self, template: TemplateProcess, *, spare: bool) -> ChildSlot:
+    async def _fork(
+        self, template: TemplateProcess, *, spare: bool, engine: tuple[str, ...] = ()
+    ) -> ChildSlot:
         """A new child slot, in fresh cgroups when we have them. A ``spare`` warms up while
         it waits; a child forked for a run now goes straight to it."""
         cgroup = None
@@ -413,6 +428,7 @@ class SubprocessRuntime:
                 open_files=self._options.max_open_files,
                 warm_up=spare,
                 cgroup=cgroup,
+                engine=engine,
             )
         except BaseException:
             if cgroup is not None and self._cgroups is not None:
@@ -433,7 +449,8 @@ class SubprocessRuntime:
                 return
             while len(self._spares) < self._prefork and not self._closed:
                 try:
-                    self._spares.append(await self._fork(template, spare=True))
+                    engine = self._spare_engine
+                    self._spares.append(await self._fork(template, spare=True, engine=engine))
                 except OSError as exc:
                     _log.warning("dsh-code: cannot fork a spare child: %s", exc)
                     return

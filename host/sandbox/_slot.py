@@ -30,12 +30,15 @@ class ChildSlot:
         fds: dict[str, int],
         workdir: str,
         cgroup: RunCgroup | None = None,
+        engine: tuple[str, ...] = (),
     ) -> None:
         self.template = template
         self.fds = fds
         self.workdir = workdir
         self.cgroup = cgroup
         """The cgroup the child joins before it reads its program (None: no cgroups)."""
+        self.engine = engine
+        """The command the child becomes once contained (``()``: it stays Python)."""
         self.pid: int | None = None
         self.exit_status: int | None = None
         self._pending = b""
@@ -51,10 +54,12 @@ class ChildSlot:
         open_files: int,
         warm_up: bool,
         cgroup: RunCgroup | None = None,
+        engine: tuple[str, ...] = (),
     ) -> ChildSlot:
         """Make the run's directory and pipes, and ask the template to fork a child on them
         (does not wait); the child joins ``cgroup`` first, and runs a throwaway program
-        if ``warm_up`` (a spare, with time on its hands). Raises OSError."""
+        if ``warm_up`` (a spare, with time on its hands); it becomes ``engine`` once
+        contained, if given. Raises OSError."""
         workdir = make_workdir(workdir_root)
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
@@ -79,6 +84,7 @@ class ChildSlot:
             open_files=open_files,
             linger=cgroup is None,
             warm_up=warm_up,
+            exec_argv=list(engine),
         )
         try:
             os.write(ctl_in_w, encode_frame(prepare))
@@ -91,7 +97,7 @@ class ChildSlot:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds, workdir, cgroup)
+        return cls(template, fds, workdir, cgroup, engine)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data

@@ -1,0 +1,205 @@
+"""``TypeScriptRuntime``: TypeScript programs, each in a fresh contained child that runs Deno.
+
+The same runtime as ``SubprocessRuntime`` (template, containment, spares, budgets watchdog,
+cgroups, working directory, bridge, log intake, output cap): a child is forked and contained
+exactly as a Python one, then becomes Deno (``runtime._exec``) on the same pipes, speaking
+the same frames. What differs is here: the host's front end type-strips the program (a syntax
+error is kind ``parse`` and starts no child), spares are Deno processes already started and
+waiting for their program (Deno cannot be forked warm), and the limits the child can no longer
+set itself once it is Deno (heap, CPU) are set on it by the host before its program goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import resource
+import signal
+from typing import Any
+
+from host.sandbox._deno import child_argv
+from host.sandbox._frontend import TypeScriptFrontEnd
+from host.sandbox._options import SessionState
+from host.sandbox._run import Run
+from host.sandbox._runtime import SubprocessRuntime
+from host.sandbox._session import MAX_STATE_BYTES, Session
+from host.sandbox._slot import ChildSlot
+from runtime import Limits, RunError, RunRequest, RunResult, RuntimeUsageError
+from runtime.lowlevel import Policy, Start, process_cpu_ns
+
+__all__ = ("TypeScriptRuntime",)
+
+_log = logging.getLogger("host.sandbox")
+#: Compiled programs kept per runtime.
+_COMPILED_KEPT = 64
+#: What V8 writes on stderr (the log pipe) when it ends the process past its heap cap.
+_V8_OUT_OF_MEMORY = ("Fatal JavaScript out of memory", "Fatal process out of memory")
+#: How V8 ends a process it cannot go on with (a trap, an abort, an illegal instruction).
+_V8_FATAL = (-int(signal.SIGTRAP), -int(signal.SIGABRT), -int(signal.SIGILL), -int(signal.SIGSEGV))
+
+
+def _engine_pid(root: int) -> int:
+    """The process that runs Deno: the last of the chain of single children below ``root``
+    (the child itself, or the program's process under the namespaces' init)."""
+    pid = root
+    for _ in range(4):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                below = f.read().split()
+        except OSError:
+            return pid
+        if len(below) != 1:
+            return pid
+        pid = int(below[0])
+    return pid
+
+
+def _data_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/statm", "rb") as f:
+        return int(f.read().split()[5]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class TypeScriptRun(Run):
+    """A run whose child became Deno: its limits are set from outside, its V8 death read."""
+
+    def _before_start(self, start: Start) -> None:
+        """The heap cap above what Deno uses now (``RLIMIT_DATA``) and the CPU backstop (a
+        little past the budget, ``RLIMIT_CPU``), as a Python child sets its own."""
+        if self.pid is None:
+            return
+        pid = _engine_pid(self.pid)
+        try:
+            heap = _data_bytes(pid) + start.heap_bytes
+            resource.prlimit(pid, resource.RLIMIT_DATA, (heap, heap))
+            used = process_cpu_ns(pid) + start.compute_ns
+            seconds = math.ceil(used / 1e9) + 2
+            resource.prlimit(pid, resource.RLIMIT_CPU, (seconds, seconds))
+        except (OSError, ValueError, IndexError) as exc:  # gone: the run settles as died
+            _log.debug("dsh-code: cannot set a TypeScript child's limits: %s", exc)
+
+    def _classify_death(self, error: RunError) -> RunError:
+        status = self.exit_status
+        if status in _V8_FATAL and any(
+            marker in line for line in self.logs.lines[-40:] for marker in _V8_OUT_OF_MEMORY
+        ):
+            return RunError(
+                kind="memory",
+                message=f"the program passed the heap cap (max_heap_mb {self.limits.max_heap_mb}):"
+                " V8 ran out of memory",
+            )
+        return super()._classify_death(error)
+
+
+class TypeScriptRuntime(SubprocessRuntime):
+    """Runs each TypeScript program in a fresh contained child running Deno (Linux only).
+
+    The program is the body of an async function (top-level ``await`` and ``return``);
+    bindings are ``await tools.x({...})``. Options are ``SubprocessRuntime``'s, but
+    ``preload`` and ``python`` (Deno has no modules to preload). ``prefork`` Deno children
+    are kept started ahead of time, each waiting for one program.
+    """
+
+    language = "typescript"
+
+    def __init__(
+        self,
+        *,
+        max_concurrent_runs: int = 8,
+        max_frame_bytes: int = 64 * 1024 * 1024 + 4096,
+        max_file_bytes: int = 256 * 1024 * 1024,
+        max_open_files: int = 256,
+        max_log_lines: int = 1_000_000,
+        max_call_bytes: int = 64 * 1024 * 1024,
+        max_json_values: int = 1_000_000,
+        prefork: int = 2,
+        workdir_root: str | None = None,
+        isolation: str = "auto",
+        use_cgroups: bool = True,
+        max_processes: int = 1024,
+        run_as_uid: int | None = None,
+    ) -> None:
+        super().__init__(
+            max_concurrent_runs=max_concurrent_runs,
+            max_frame_bytes=max_frame_bytes,
+            max_file_bytes=max_file_bytes,
+            max_open_files=max_open_files,
+            max_log_lines=max_log_lines,
+            max_call_bytes=max_call_bytes,
+            max_json_values=max_json_values,
+            prefork=prefork,
+            workdir_root=workdir_root,
+            isolation=isolation,
+            use_cgroups=use_cgroups,
+            max_processes=max_processes,
+            run_as_uid=run_as_uid,
+        )
+        self._spare_engine = self._engine_for(Limits().max_heap_mb)
+        self._frontend = TypeScriptFrontEnd(run_uid=self._run_uid)
+        self._js: dict[str, bytes] = {}
+
+    def session(
+        self, *, state: bytes | None = None, max_state_bytes: int = MAX_STATE_BYTES
+    ) -> Session:
+        """Sessions are for Python programs only: raises ``RuntimeUsageError``."""
+        raise RuntimeUsageError(
+            "sessions are not available for TypeScript programs (a TypeScript run keeps no "
+            "state for the next): use a SubprocessRuntime for sessions"
+        )
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """Run one TypeScript program in a fresh child; resolves with the result whatever the
+        program did (see ``SubprocessRuntime.run``)."""
+        if request.policy != "python":
+            raise RuntimeUsageError(
+                f"policy {request.policy!r} is for Python programs; a TypeScript program runs "
+                "under Deno with no permissions (leave policy at its default)"
+            )
+        if request.call_style != "async":
+            raise RuntimeUsageError(
+                "a TypeScript program calls bindings with await (call_style='async'): a "
+                "blocking call cannot be written in JavaScript"
+            )
+        return await super().run(request)
+
+    async def _run_in_session(
+        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+    ) -> tuple[RunResult, Any]:
+        if state is not None:
+            self.session()  # raises
+        return await super()._run_in_session(request, state, max_state_bytes)
+
+    async def _compile(self, program: str, policy: Policy) -> bytes:
+        """The module the child imports (raises ``ProgramRejected``); the last few are kept."""
+        code = self._js.get(program)
+        if code is not None:
+            self._js[program] = self._js.pop(program)  # most recently used last
+            return code
+        code = await self._frontend.compile(program)
+        self._js[program] = code
+        if len(self._js) > _COMPILED_KEPT:
+            del self._js[next(iter(self._js))]
+        return code
+
+    @staticmethod
+    def _engine_for(heap_mb: int) -> tuple[str, ...]:
+        return tuple(child_argv(heap_mb))
+
+    def _engine(self, request: RunRequest) -> tuple[str, ...]:
+        return self._engine_for(request.limits.max_heap_mb)
+
+    def _make_run(
+        self, request: RunRequest, code: bytes, slot: ChildSlot, session: SessionState | None
+    ) -> Run:
+        return TypeScriptRun(request, code, slot, self._options, self._watchdog, session)
+
+    async def aclose(self) -> None:
+        """Abort in-flight runs, wait until every child (and the front end) has exited."""
+        try:
+            await super().aclose()
+        finally:
+            await self._frontend.aclose()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._runs)} running"
+        return f"<TypeScriptRuntime isolation={self.isolation!r} {state}>"

@@ -1,0 +1,692 @@
+// dsh-code: what runs in a TypeScript run's child, under Deno with no permissions.
+//
+// fd 0 carries the host's frames, fd 1 ours (4-byte big-endian length, then JSON: the
+// same tagged messages as runtime/_wire.py), fd 2 is the run's log pipe. We say Ready, wait
+// for Start (the program, already type-stripped by the host into a module whose default
+// export is the program as an async function body), take `Deno` out of the program's reach,
+// run it, report Done or Failed once, and leave at once: no unload handler, timer or promise
+// of the program runs after the report. Everything the bridge relies on is captured here,
+// before the program exists, so what it does to prototypes cannot reach our frames. The
+// child is hostile all the same: the host checks every frame.
+
+const ReflectApply = Reflect.apply;
+const denoNamespace = Deno;
+const { stdin, stdout, stderr } = Deno;
+const denoExit = Deno.exit;
+const internal = Deno[Deno.internal];
+const ConsoleClass = internal.Console;
+const stdinRead = stdin.read;
+const stdoutWriteSync = stdout.writeSync;
+const stderrWriteSync = stderr.writeSync;
+const jsonParse = JSON.parse;
+const jsonStringify = JSON.stringify;
+const { getPrototypeOf, defineProperty, freeze, create: objectCreate } = Object;
+const objectKeys = Object.keys;
+const objectHasOwn = Object.hasOwn;
+const isArray = Array.isArray;
+const ObjectPrototype = Object.prototype;
+const numberIsFinite = Number.isFinite;
+const numberIsSafeInteger = Number.isSafeInteger;
+const BigIntCtor = BigInt;
+const StringCtor = String;
+const ErrorCtor = Error;
+const PromiseCtor = Promise;
+const Uint8ArrayCtor = Uint8Array;
+const u8Set = Uint8Array.prototype.set;
+const u8Subarray = Uint8Array.prototype.subarray;
+const u8Slice = Uint8Array.prototype.slice;
+const dataViewGetUint32 = DataView.prototype.getUint32;
+const DataViewCtor = DataView;
+const stringIsWellFormed = String.prototype.isWellFormed;
+const regExpTest = RegExp.prototype.test;
+const stringSplit = String.prototype.split;
+const stringSlice = String.prototype.slice;
+const stringIndexOf = String.prototype.indexOf;
+const stringReplace = String.prototype.replace;
+const arrayJoin = Array.prototype.join;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const encodeInto = TextEncoder.prototype.encode;
+const decodeFrom = TextDecoder.prototype.decode;
+const mathMin = Math.min;
+
+const MAX_DEPTH = 500; // runtime/_json.py's: deeper values cannot cross the pipe
+const MAX_INT_DIGITS = 4300; // a default Python cannot read a longer integer
+const MAX_MESSAGE = 64 * 1024; // a failure report's text never grows past this
+const MAX_TYPE_NAME = 200;
+const PROGRAM_URL = "file:///stripTypeScriptTypes.ts"; // the name the host's source map gives
+// the host's wrapper, on the program's first line (host/sandbox/_typescript_frontend.js)
+const PREFIX = "export default async function __dsh_program() {";
+const PROGRAM = "<program>";
+// what the host's front end makes of `const warm: number = 1; return warm;` (a warm-up)
+const WARM_MODULE =
+  "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gX19kc2hfcHJvZ3JhbSgpIHsKICBjb25zdCB3YXJtID0gMTsKICByZXR1cm4gd2FybTsKfQovLyMgc291cmNlTWFwcGluZ1VSTD1kYXRhOmFwcGxpY2F0aW9uL2pzb247YmFzZTY0LGV5SjJaWEp6YVc5dUlqb3pMQ0p6YjNWeVkyVnpJanBiSW1acGJHVTZMeTh2YzNSeWFYQlVlWEJsVTJOeWFYQjBWSGx3WlhNdWRITWlYU3dpYzI5MWNtTmxjME52Ym5SbGJuUWlPbHNpWlhod2IzSjBJR1JsWm1GMWJIUWdZWE41Ym1NZ1puVnVZM1JwYjI0Z1gxOWtjMmhmY0hKdlozSmhiU2dwSUh0amIyNXpkQ0IzWVhKdE9pQnVkVzFpWlhJZ1BTQXhPMXh1Y21WMGRYSnVJSGRoY20wN1hHNTlYRzRpWFN3aWJtRnRaWE1pT2x0ZExDSnRZWEJ3YVc1bmN5STZJa0ZCUVVFc1pVRkJaU3hsUVVGbE8wVkJRV2xDTEUxQlFVMHNUMEZCWlR0RlFVTndSU3hQUVVGUE8wRkJRMUFpZlE9PQ==";
+const BIG_DIGITS = /\d{16}/;
+const INTEGER = /^-?\d+$/;
+
+const call = (fn, self, ...args) => ReflectApply(fn, self, args);
+const encode = (text) => call(encodeInto, encoder, text);
+
+// ---- the wire ------------------------------------------------------------------------------
+
+function writeAll(bytes) {
+  let view = bytes;
+  while (view.length > 0) {
+    const n = call(stdoutWriteSync, stdout, view);
+    view = call(u8Subarray, view, n);
+  }
+}
+
+/** Send one frame whose JSON body is ``body`` (text we built, never the program's objects). */
+function send(body) {
+  const bytes = encode(body);
+  const frame = new Uint8ArrayCtor(4 + bytes.length);
+  new DataViewCtor(frame.buffer).setUint32(0, bytes.length);
+  call(u8Set, frame, bytes, 4);
+  try {
+    writeAll(frame);
+  } catch {
+    denoExit(0); // the host is gone: nobody left to tell
+  }
+}
+
+function reviveBig(key, value, context) {
+  if (
+    typeof value === "number" &&
+    !numberIsSafeInteger(value) &&
+    context !== undefined &&
+    call(regExpTest, INTEGER, context.source)
+  ) {
+    return BigIntCtor(context.source);
+  }
+  return value;
+}
+
+/** JSON from the host, integers past 2^53 as bigint (never a rounded number). */
+function parseJson(text) {
+  return call(regExpTest, BIG_DIGITS, text) ? jsonParse(text, reviveBig) : jsonParse(text);
+}
+
+let pending = new Uint8ArrayCtor(0);
+const queued = [];
+let queuedHead = 0;
+let frameWaiter = null;
+
+function feed(chunk) {
+  const joined = new Uint8ArrayCtor(pending.length + chunk.length);
+  call(u8Set, joined, pending, 0);
+  call(u8Set, joined, chunk, pending.length);
+  let at = 0;
+  while (joined.length - at >= 4) {
+    const size = call(dataViewGetUint32, new DataViewCtor(joined.buffer, at, 4), 0);
+    if (joined.length - at - 4 < size) break;
+    const body = call(decodeFrom, decoder, call(u8Subarray, joined, at + 4, at + 4 + size));
+    at += 4 + size;
+    let message;
+    try {
+      message = parseJson(body);
+    } catch {
+      continue; // the host sends only JSON; a broken host is not ours to survive
+    }
+    deliver(message);
+  }
+  pending = call(u8Slice, joined, at);
+}
+
+function deliver(message) {
+  if (message === null || typeof message !== "object") return;
+  const type = message.type;
+  if (type === "Reply" || type === "ReplyError") {
+    settleCall(message);
+  } else if (frameWaiter !== null) {
+    const resolve = frameWaiter;
+    frameWaiter = null;
+    resolve(message);
+  } else {
+    queued[queued.length] = message;
+  }
+}
+
+function nextFrame() {
+  if (queuedHead < queued.length) {
+    const message = queued[queuedHead];
+    queued[queuedHead++] = undefined;
+    return PromiseCtor.resolve(message);
+  }
+  return new PromiseCtor((resolve) => {
+    frameWaiter = resolve;
+  });
+}
+
+async function readLoop() {
+  const buffer = new Uint8ArrayCtor(1 << 16);
+  while (true) {
+    let n;
+    try {
+      n = await call(stdinRead, stdin, buffer);
+    } catch {
+      n = null;
+    }
+    if (n === null || n === 0) denoExit(0); // the host went away: no answer can come
+    feed(call(u8Subarray, buffer, 0, n));
+  }
+}
+
+// ---- lossless JSON: results and binding arguments ------------------------------------------
+
+class NotJson {
+  constructor(kind, message) {
+    this.kind = kind;
+    this.message = message;
+  }
+}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function pathText(path) {
+  let text = "$";
+  for (let i = 0; i < path.length; i++) {
+    const step = path[i];
+    if (typeof step === "number") text += `[${step}]`;
+    else if (call(regExpTest, IDENTIFIER, step)) text += `.${step}`;
+    else text += `[${jsonStringify(step)}]`;
+  }
+  return text.length <= 200
+    ? text
+    : call(stringSlice, text, 0, 97) + "…" + call(stringSlice, text, text.length - 100);
+}
+
+function describe(value) {
+  if (value === undefined) return "undefined";
+  if (typeof value === "function") return "a function";
+  if (typeof value === "symbol") return "a symbol";
+  if (typeof value === "number") return `the number ${StringCtor(value)}`;
+  let name = "an object";
+  try {
+    const proto = getPrototypeOf(value);
+    const ctor = proto && objectHasOwn(proto, "constructor") ? proto.constructor : undefined;
+    if (typeof ctor === "function" && typeof ctor.name === "string" && ctor.name) {
+      name = `a ${call(stringSlice, ctor.name, 0, MAX_TYPE_NAME)}`;
+    }
+  } catch {
+    // a Proxy's trap threw: "an object" says enough
+  }
+  if (typeof value.then === "function") return `${name} (a Promise: did you forget await?)`;
+  return `${name} (only plain objects and arrays are JSON)`;
+}
+
+/**
+ * The JSON text of ``value`` if it is lossless JSON within ``room`` bytes (UTF-16 units, a
+ * lower bound of its bytes); else a NotJson saying what and where. A ``toJSON`` method is
+ * honoured as JSON.stringify honours it; a getter or trap that throws is a problem.
+ */
+function toJson(value, room, what) {
+  const path = [];
+  const onPath = new Set();
+  let size = 0;
+  const add = (text) => {
+    size += text.length;
+    if (size > room) throw new NotJson("output_limit", `more than ${room} bytes as JSON`);
+    return text;
+  };
+  const fail = (problem) => {
+    throw new NotJson("invalid_completion", `${what} is not lossless JSON: ${problem}`);
+  };
+  const walk = (item, holder, key) => {
+    if (item !== null && (typeof item === "object" || typeof item === "bigint")) {
+      let toJSON;
+      try {
+        toJSON = item.toJSON;
+      } catch (error) {
+        fail(`reading toJSON at ${pathText(path)} threw ${errorName(error)}`);
+      }
+      if (typeof toJSON === "function") {
+        try {
+          item = ReflectApply(toJSON, item, [key]);
+        } catch (error) {
+          fail(`its toJSON at ${pathText(path)} threw ${errorName(error)}`);
+        }
+      }
+    }
+    switch (typeof item) {
+      case "string":
+        if (!call(stringIsWellFormed, item)) fail(`a string with a lone surrogate at ${pathText(path)}`);
+        return add(jsonStringify(item));
+      case "number":
+        if (!numberIsFinite(item)) fail(`${describe(item)} at ${pathText(path)}`);
+        return add(jsonStringify(item));
+      case "boolean":
+        return add(item ? "true" : "false");
+      case "bigint": {
+        const digits = StringCtor(item);
+        if (digits.length - (item < 0n ? 1 : 0) > MAX_INT_DIGITS) {
+          fail(`an integer of more than ${MAX_INT_DIGITS} digits at ${pathText(path)}`);
+        }
+        return add(digits);
+      }
+      case "object":
+        if (item === null) return add("null");
+        break;
+      default:
+        fail(`${describe(item)} at ${pathText(path)}`);
+    }
+    if (onPath.has(item)) fail(`a cycle at ${pathText(path)} (the value contains itself)`);
+    if (onPath.size >= MAX_DEPTH) fail(`nesting deeper than ${MAX_DEPTH} levels at ${pathText(path)}`);
+    let array;
+    try {
+      array = isArray(item);
+    } catch (error) {
+      fail(`${errorName(error)} at ${pathText(path)}`);
+    }
+    let proto;
+    if (!array) {
+      try {
+        proto = getPrototypeOf(item);
+      } catch (error) {
+        fail(`${errorName(error)} at ${pathText(path)}`);
+      }
+      if (proto !== ObjectPrototype && proto !== null) fail(`${describe(item)} at ${pathText(path)}`);
+    }
+    onPath.add(item);
+    const parts = [];
+    try {
+      if (array) {
+        let length;
+        try {
+          length = item.length;
+        } catch (error) {
+          fail(`reading the length at ${pathText(path)} threw ${errorName(error)}`);
+        }
+        add("[]");
+        if (length > room - size) add("x".repeat(mathMin(length, room - size + 1)));
+        for (let i = 0; i < length; i++) {
+          if (i > 0) add(",");
+          path[path.length] = i;
+          let child;
+          try {
+            child = item[i];
+          } catch (error) {
+            fail(`reading ${pathText(path)} threw ${errorName(error)}`);
+          }
+          parts[i] = walk(child, item, StringCtor(i));
+          path.length -= 1;
+        }
+        return `[${call(arrayJoin, parts, ",")}]`;
+      }
+      let names;
+      try {
+        names = objectKeys(item);
+      } catch (error) {
+        fail(`listing the keys at ${pathText(path)} threw ${errorName(error)}`);
+      }
+      add("{}");
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i];
+        path[path.length] = name;
+        if (!call(stringIsWellFormed, name)) fail(`a key with a lone surrogate at ${pathText(path)}`);
+        let child;
+        try {
+          child = item[name];
+        } catch (error) {
+          fail(`reading ${pathText(path)} threw ${errorName(error)}`);
+        }
+        const quoted = jsonStringify(name);
+        add(quoted);
+        add(i > 0 ? ":," : ":");
+        parts[i] = `${quoted}:${walk(child, item, name)}`;
+        path.length -= 1;
+      }
+      return `{${call(arrayJoin, parts, ",")}}`;
+    } finally {
+      onPath.delete(item);
+    }
+  };
+  try {
+    return walk(value, undefined, "");
+  } catch (error) {
+    if (error instanceof NotJson) return error;
+    if (error instanceof RangeError) return new NotJson("invalid_completion", `${what} is nested too deep to be checked`);
+    throw error;
+  }
+}
+
+// ---- reports ---------------------------------------------------------------------------------
+
+let maxOutput = 0;
+let logBytes = 0;
+let reported = false;
+
+function errorName(error) {
+  try {
+    if (error !== null && typeof error === "object") {
+      const name = error.name;
+      if (typeof name === "string" && name) return call(stringSlice, name, 0, MAX_TYPE_NAME);
+    }
+  } catch {
+    // its name getter threw
+  }
+  return error === null ? "null" : typeof error;
+}
+
+function leave() {
+  denoExit(0);
+}
+
+function reportDone(value) {
+  if (reported) return;
+  if (value === undefined) {
+    reported = true;
+    send('{"type":"Done","has_value":false,"value":null}');
+    leave();
+  }
+  const room = maxOutput - logBytes;
+  const json = toJson(value, room < 0 ? 0 : room, "the result");
+  if (json instanceof NotJson) {
+    if (json.kind === "output_limit") {
+      fail(
+        "output_limit",
+        `the result's JSON would pass max_output_bytes (${maxOutput}): ${room} bytes were left after the logs`,
+      );
+    }
+    fail(json.kind, json.message);
+  }
+  if (encode(json).length > room) {
+    fail(
+      "output_limit",
+      `the result's JSON would pass max_output_bytes (${maxOutput}): ${room} bytes were left after the logs`,
+    );
+  }
+  reported = true;
+  send(`{"type":"Done","has_value":true,"value":${json}}`);
+  leave();
+}
+
+function fail(kind, message, exceptionType, traceback, lineno) {
+  if (reported) return;
+  reported = true;
+  const size = message.length + (traceback ? traceback.length : 0) + (exceptionType ? exceptionType.length : 0);
+  if (size > maxOutput - logBytes && kind !== "output_limit") {
+    const what = exceptionType ? `threw ${exceptionType}` : `failed (${kind})`;
+    message =
+      `the program ${what}, and the report (${size} characters) would pass ` +
+      `max_output_bytes (${maxOutput}) after ${logBytes} bytes of logs`;
+    kind = "output_limit";
+    exceptionType = traceback = lineno = undefined;
+  }
+  if (message.length > MAX_MESSAGE) message = call(stringSlice, message, 0, MAX_MESSAGE - 20) + "… [truncated]";
+  if (traceback !== undefined && traceback.length > MAX_MESSAGE) {
+    traceback = "… [truncated]" + call(stringSlice, traceback, traceback.length - MAX_MESSAGE);
+  }
+  let body = `{"type":"Failed","kind":${jsonStringify(kind)},"message":${jsonStringify(message)}`;
+  if (exceptionType !== undefined) body += `,"exception_type":${jsonStringify(exceptionType)}`;
+  if (traceback !== undefined) body += `,"traceback":${jsonStringify(traceback)}`;
+  if (lineno !== undefined) body += `,"lineno":${lineno}`;
+  send(body + "}");
+  leave();
+}
+
+const FRAME = /^\s+at (?:(async )?(.*?) \()?(.*?):(\d+):(\d+)\)?$/;
+
+/** The stack of what the program threw, in program lines, without frames of ours. */
+function programStack(error, prefix) {
+  let stack;
+  try {
+    stack = error !== null && typeof error === "object" ? error.stack : undefined;
+  } catch {
+    stack = undefined;
+  }
+  const name = errorName(error);
+  let head;
+  try {
+    if (typeof stack !== "string") {
+      head = `${prefix}${error instanceof ErrorCtor ? name : "Uncaught"}: ${
+        typeof error === "string" ? error : internal.inspectArgs([error])
+      }`;
+      return { text: head, lineno: undefined };
+    }
+  } catch {
+    return { text: `${prefix}${name}: <the thrown value could not be shown>`, lineno: undefined };
+  }
+  const lines = call(stringSplit, stack, "\n");
+  const kept = [];
+  let lineno;
+  let inFrames = false;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const frame = call(regExpTest, /^\s+at /, line) ? line.match(FRAME) : null;
+    if (!frame) {
+      if (!inFrames) kept[kept.length] = line;
+      continue;
+    }
+    inFrames = true;
+    const [, isAsync, fn, file, row, column] = frame;
+    if (file !== PROGRAM_URL) continue; // Deno's own frames and ours
+    let col = Number(column);
+    if (row === "1") col -= PREFIX.length;
+    const where = `${PROGRAM}:${row}:${col}`;
+    const fnName = fn === undefined || fn === "Module.__dsh_program" ? "" : fn;
+    kept[kept.length] = fnName ? `    at ${isAsync || ""}${fnName} (${where})` : `    at ${where}`;
+    if (lineno === undefined) lineno = Number(row);
+  }
+  return { text: prefix + call(arrayJoin, kept, "\n"), lineno };
+}
+
+function reportException(error, prefix = "") {
+  if (reported) return;
+  const name = errorName(error);
+  let message = "";
+  try {
+    message = error !== null && typeof error === "object" ? StringCtor(error.message) : "";
+  } catch {
+    // a throwing getter: the stack says what it can
+  }
+  if (
+    name === "RangeError" &&
+    (message === "Array buffer allocation failed" ||
+      call(stringIndexOf, message, "Out of memory") >= 0 ||
+      call(stringIndexOf, message, "Unable to grow instance memory") >= 0)
+  ) {
+    fail("memory", `${name}: ${message}: the program passed the heap cap (max_heap_mb)`);
+  }
+  const { text, lineno } = programStack(error, prefix);
+  fail("exception", text, name, text, lineno);
+}
+
+// ---- logs ------------------------------------------------------------------------------------
+
+function writeLog(text) {
+  const bytes = encode(text);
+  logBytes += bytes.length;
+  let view = bytes;
+  while (view.length > 0) {
+    view = call(u8Subarray, view, call(stderrWriteSync, stderr, view));
+  }
+}
+
+const programConsole = new ConsoleClass((message) => writeLog(message));
+
+// ---- bindings --------------------------------------------------------------------------------
+
+const calls = objectCreate(null);
+let nextCallId = 0;
+
+class ToolCallError extends Error {
+  constructor(tool, message, code) {
+    super(message);
+    defineProperty(this, "name", { value: "ToolCallError", writable: true, configurable: true });
+    defineProperty(this, "tool", { value: tool, enumerable: true });
+    defineProperty(this, "code", { value: code, enumerable: true });
+  }
+}
+
+function settleCall(message) {
+  const id = message.id;
+  if (typeof id !== "number") return;
+  const waiter = calls[id];
+  if (waiter === undefined) return;
+  calls[id] = undefined;
+  if (message.type === "Reply") {
+    waiter.resolve(message.value);
+  } else {
+    waiter.reject(new ToolCallError(StringCtor(message.tool), StringCtor(message.message), StringCtor(message.code)));
+  }
+}
+
+function makeBinding(name) {
+  const binding = (...args) => {
+    if (args.length > 1) {
+      return PromiseCtor.reject(new TypeError(`${name}() takes one object of arguments`));
+    }
+    const json = toJson(args.length === 0 ? {} : args[0], 1 << 30, `the arguments of binding ${name}`);
+    if (json instanceof NotJson) fail("invalid_completion", json.message);
+    const id = ++nextCallId;
+    const promise = new PromiseCtor((resolve, reject) => {
+      calls[id] = { resolve, reject };
+    });
+    send(`{"type":"Call","id":${id},"name":${jsonStringify(name)},"args":${json}}`);
+    return promise;
+  };
+  defineProperty(binding, "name", { value: name });
+  return binding;
+}
+
+function installBindings(names) {
+  for (let i = 0; i < names.length; i++) {
+    const parts = call(stringSplit, names[i], ".");
+    let holder = globalThis;
+    for (let j = 0; j < parts.length - 1; j++) {
+      const part = parts[j];
+      let next = objectHasOwn(holder, part) ? holder[part] : undefined;
+      if (next === undefined || next === null || getPrototypeOf(next) !== null) {
+        next = objectCreate(null);
+        defineProperty(holder, part, { value: next, writable: holder === globalThis, enumerable: true, configurable: holder === globalThis });
+      }
+      holder = next;
+    }
+    defineProperty(holder, parts[parts.length - 1], {
+      value: makeBinding(names[i]),
+      writable: holder === globalThis,
+      enumerable: true,
+      configurable: holder === globalThis,
+    });
+  }
+  // a namespace holds its bindings as own properties only, and no program can add or swap one
+  for (let i = 0; i < names.length; i++) {
+    const root = call(stringSplit, names[i], ".")[0];
+    if (names[i] !== root) deepFreeze(globalThis[root]);
+  }
+}
+
+function deepFreeze(namespace) {
+  if (namespace === null || typeof namespace !== "object") return;
+  const names = objectKeys(namespace);
+  for (let i = 0; i < names.length; i++) deepFreeze(namespace[names[i]]);
+  freeze(namespace);
+}
+
+// ---- the program's world ---------------------------------------------------------------------
+
+function refuseWorkers() {
+  class Worker {
+    constructor() {
+      throw new TypeError("Workers are not available to programs: run the work in this program");
+    }
+  }
+  defineProperty(globalThis, "Worker", { value: Worker, writable: true, configurable: true });
+}
+
+function logStreams(process) {
+  for (const stream of [process.stdout, process.stderr]) {
+    defineProperty(stream, "write", {
+      value: (chunk, encoding, callback) => {
+        writeLog(typeof chunk === "string" ? chunk : call(decodeFrom, decoder, chunk));
+        if (typeof encoding === "function") encoding();
+        else if (typeof callback === "function") callback();
+        return true;
+      },
+      writable: true,
+      configurable: true,
+    });
+  }
+}
+
+function contain() {
+  // an unload handler would run after the report: Deno.exit dispatches "unload" unless told
+  // it has been already; said here for good, so the program cannot unsay it
+  defineProperty(globalThis, Symbol.for("Deno.isUnloadDispatched"), { value: true });
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    event.preventDefault();
+    reportException(event.reason, "Uncaught (in promise) ");
+  });
+  globalThis.addEventListener("error", (event) => {
+    event.preventDefault();
+    reportException(event.error);
+  });
+  // node's process streams would write fd 1, the host's frames: they log as console does.
+  // Made on first use (node's process costs ~10 ms to make), by the getter Deno has.
+  const processGetter = Object.getOwnPropertyDescriptor(globalThis, "process")?.get;
+  if (processGetter !== undefined) {
+    let made;
+    let making = false;
+    defineProperty(globalThis, "process", {
+      get() {
+        if (making) return ReflectApply(processGetter, globalThis, []); // asked while made
+        if (made === undefined) {
+          // node's process is made from Deno's namespace: lend it back for that moment only
+          making = true;
+          defineProperty(globalThis, "Deno", { value: denoNamespace, configurable: true });
+          try {
+            made = ReflectApply(processGetter, globalThis, []);
+            logStreams(made);
+          } finally {
+            delete globalThis.Deno;
+            making = false;
+          }
+        }
+        return made;
+      },
+      set(value) {
+        defineProperty(globalThis, "process", { value, writable: true, enumerable: true, configurable: true });
+      },
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  defineProperty(globalThis, "console", { value: programConsole, writable: true, configurable: true });
+  refuseWorkers();
+  delete globalThis.Deno;
+}
+
+// Before the program exists (a spare has the time): walk the paths a run takes once, so
+// their first-time costs (the module loader, source maps: ~6 ms) are not the program's,
+// and close the world it will run in.
+toJson({ a: [1, 2.5, null, "x", { b: true }], n: 10n }, 1 << 20, "the warm-up");
+parseJson('{"type":"Reply","id":1,"value":{"n":12345678901234567890,"s":"x"}}');
+await import(`data:text/javascript;base64,${WARM_MODULE}`);
+contain();
+readLoop();
+send('{"type":"Ready"}');
+
+const start = await nextFrame();
+if (start.type !== "Start") denoExit(3);
+maxOutput = start.max_output_bytes;
+const inputs = start.inputs;
+const inputNames = objectKeys(inputs);
+for (let i = 0; i < inputNames.length; i++) {
+  defineProperty(globalThis, inputNames[i], {
+    value: inputs[inputNames[i]],
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+}
+installBindings(start.bindings);
+defineProperty(globalThis, "ToolCallError", { value: ToolCallError, writable: true, configurable: true });
+let value;
+try {
+  const program = await import(`data:text/javascript;base64,${start.code}`);
+  value = typeof program.default === "function" ? await program.default() : undefined;
+} catch (error) {
+  reportException(error);
+}
+reportDone(value);
