@@ -30,6 +30,7 @@ const numberIsSafeInteger = Number.isSafeInteger;
 const BigIntCtor = BigInt;
 const StringCtor = String;
 const ErrorCtor = Error;
+const captureStackTrace = Error.captureStackTrace;
 const PromiseCtor = Promise;
 const Uint8ArrayCtor = Uint8Array;
 const u8Set = Uint8Array.prototype.set;
@@ -527,9 +528,20 @@ function settleCall(message) {
   calls[id] = undefined;
   if (message.type === "Reply") {
     waiter.resolve(message.value);
-  } else {
-    waiter.reject(new ToolCallError(StringCtor(message.tool), StringCtor(message.message), StringCtor(message.code)));
+    return;
   }
+  const error = new ToolCallError(StringCtor(message.tool), StringCtor(message.message), StringCtor(message.code));
+  // where the program made the call, not where we read the reply: its frames are the program's
+  const site = waiter.site.stack;
+  const frames = typeof site === "string" ? call(stringIndexOf, site, "\n") : -1;
+  if (frames >= 0) {
+    defineProperty(error, "stack", {
+      value: `ToolCallError: ${error.message}${call(stringSlice, site, frames)}`,
+      writable: true,
+      configurable: true,
+    });
+  }
+  waiter.reject(error);
 }
 
 function makeBinding(name) {
@@ -540,8 +552,10 @@ function makeBinding(name) {
     const json = toJson(args.length === 0 ? {} : args[0], 1 << 30, `the arguments of binding ${name}`);
     if (json instanceof NotJson) fail("invalid_completion", json.message);
     const id = ++nextCallId;
+    const site = {};
+    captureStackTrace(site, binding);
     const promise = new PromiseCtor((resolve, reject) => {
-      calls[id] = { resolve, reject };
+      calls[id] = { resolve, reject, site };
     });
     send(`{"type":"Call","id":${id},"name":${jsonStringify(name)},"args":${json}}`);
     return promise;
@@ -596,6 +610,14 @@ function refuseWorkers() {
 }
 
 function logStreams(process) {
+  // ending the process is Deno's to refuse (it is gone): say it in words a program can act on
+  defineProperty(process, "exit", {
+    value: (code) => {
+      throw new TypeError(`process.exit(${code ?? ""}) is not available to programs: return a value, or throw`);
+    },
+    writable: true,
+    configurable: true,
+  });
   for (const stream of [process.stdout, process.stderr]) {
     defineProperty(stream, "write", {
       value: (chunk, encoding, callback) => {
@@ -610,6 +632,34 @@ function logStreams(process) {
   }
 }
 
+let lending = 0;
+
+function lendDeno(name) {
+  const getter = Object.getOwnPropertyDescriptor(globalThis, name)?.get;
+  if (getter === undefined) return;
+  let made = false;
+  let value;
+  defineProperty(globalThis, name, {
+    get() {
+      if (made) return value;
+      if (lending++ === 0) defineProperty(globalThis, "Deno", { value: denoNamespace, configurable: true });
+      try {
+        value = ReflectApply(getter, globalThis, []);
+        if (name === "process") logStreams(value);
+        made = true;
+      } finally {
+        if (--lending === 0) delete globalThis.Deno;
+      }
+      return value;
+    },
+    set(replaced) {
+      defineProperty(globalThis, name, { value: replaced, writable: true, enumerable: true, configurable: true });
+    },
+    enumerable: true,
+    configurable: true,
+  });
+}
+
 function contain() {
   // an unload handler would run after the report: Deno.exit dispatches "unload" unless told
   // it has been already; said here for good, so the program cannot unsay it
@@ -622,36 +672,9 @@ function contain() {
     event.preventDefault();
     reportException(event.error);
   });
-  // node's process streams would write fd 1, the host's frames: they log as console does.
-  // Made on first use (node's process costs ~10 ms to make), by the getter Deno has.
-  const processGetter = Object.getOwnPropertyDescriptor(globalThis, "process")?.get;
-  if (processGetter !== undefined) {
-    let made;
-    let making = false;
-    defineProperty(globalThis, "process", {
-      get() {
-        if (making) return ReflectApply(processGetter, globalThis, []); // asked while made
-        if (made === undefined) {
-          // node's process is made from Deno's namespace: lend it back for that moment only
-          making = true;
-          defineProperty(globalThis, "Deno", { value: denoNamespace, configurable: true });
-          try {
-            made = ReflectApply(processGetter, globalThis, []);
-            logStreams(made);
-          } finally {
-            delete globalThis.Deno;
-            making = false;
-          }
-        }
-        return made;
-      },
-      set(value) {
-        defineProperty(globalThis, "process", { value, writable: true, enumerable: true, configurable: true });
-      },
-      enumerable: true,
-      configurable: true,
-    });
-  }
+  // node's globals are made on first use (its process costs ~10 ms or more), from Deno's
+  // namespace, which the program no longer has: lend it back for that moment only
+  for (const name of ["process", "Buffer", "setImmediate", "clearImmediate"]) lendDeno(name);
   defineProperty(globalThis, "console", { value: programConsole, writable: true, configurable: true });
   refuseWorkers();
   delete globalThis.Deno;
