@@ -393,7 +393,7 @@ def child_main(
         if setup.uid is not None and (setup.isolation == "process" or direct):
             _die_with(1 if direct else parent)  # cleared by the change of ids
         if prepare.exec_argv:
-            exec_engine(prepare.exec_argv, prepare.exec_env, ctl_in, ctl_out)
+            exec_engine(prepare, ctl_in, ctl_out)
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's

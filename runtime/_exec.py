@@ -9,16 +9,22 @@ the run's log pipe (already there).
 from __future__ import annotations
 
 import os
+import resource
 import signal
 from typing import NoReturn
+
+from runtime._wire import Prepare
 
 __all__ = ("exec_engine",)
 
 
-def exec_engine(argv: list[str], env: dict[str, str], ctl_in: int, ctl_out: int) -> NoReturn:
-    """Put the bridge on fds 0 and 1 and become ``argv`` (an absolute path first); never
-    returns. Signals are back to their defaults, none blocked (Python ignores SIGPIPE and
-    SIGXFSZ; an ignored signal would stay ignored in the engine)."""
+def exec_engine(prepare: Prepare, ctl_in: int, ctl_out: int) -> NoReturn:
+    """Put the bridge on fds 0 and 1 and become ``prepare.exec_argv`` (an absolute path
+    first) under its data rlimit; never returns. Signals are back to their defaults, none
+    blocked (Python ignores SIGPIPE and SIGXFSZ; an ignored signal would stay ignored)."""
+    if prepare.exec_data_bytes:
+        limit = prepare.exec_data_bytes
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     os.dup2(ctl_in, 0)
     os.dup2(ctl_out, 1)
     for fd in {ctl_in, ctl_out} - {0, 1, 2}:
@@ -30,4 +36,4 @@ def exec_engine(argv: list[str], env: dict[str, str], ctl_in: int, ctl_out: int)
                 signal.signal(sig, signal.SIG_DFL)
             except (OSError, ValueError):
                 continue
-    os.execve(argv[0], argv, env)
+    os.execve(prepare.exec_argv[0], prepare.exec_argv, prepare.exec_env)

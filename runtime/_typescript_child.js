@@ -11,13 +11,14 @@
 
 const ReflectApply = Reflect.apply;
 const denoNamespace = Deno;
-const { stdin, stdout, stderr } = Deno;
 const denoExit = Deno.exit;
 const internal = Deno[Deno.internal];
 const ConsoleClass = internal.Console;
-const stdinRead = stdin.read;
-const stdoutWriteSync = stdout.writeSync;
-const stderrWriteSync = stderr.writeSync;
+// core's own read and write on fds 0, 1, 2 (Deno.stdin and friends call through
+// Function.prototype.call, which a program may replace)
+const core = internal.core;
+const coreRead = core.read;
+const coreWriteSync = core.writeSync;
 const jsonParse = JSON.parse;
 const jsonStringify = JSON.stringify;
 const { getPrototypeOf, defineProperty, freeze, create: objectCreate } = Object;
@@ -27,6 +28,7 @@ const isArray = Array.isArray;
 const ObjectPrototype = Object.prototype;
 const numberIsFinite = Number.isFinite;
 const numberIsSafeInteger = Number.isSafeInteger;
+const numberIsInteger = Number.isInteger;
 const BigIntCtor = BigInt;
 const StringCtor = String;
 const ErrorCtor = Error;
@@ -73,7 +75,7 @@ const encode = (text) => call(encodeInto, encoder, text);
 function writeAll(bytes) {
   let view = bytes;
   while (view.length > 0) {
-    const n = call(stdoutWriteSync, stdout, view);
+    const n = call(coreWriteSync, core, 1, view);
     view = call(u8Subarray, view, n);
   }
 }
@@ -164,7 +166,7 @@ async function readLoop() {
   while (true) {
     let n;
     try {
-      n = await call(stdinRead, stdin, buffer);
+      n = await call(coreRead, core, 0, buffer);
     } catch {
       n = null;
     }
@@ -197,23 +199,27 @@ function pathText(path) {
     : call(stringSlice, text, 0, 97) + "…" + call(stringSlice, text, text.length - 100);
 }
 
-function describe(value) {
-  if (value === undefined) return "undefined";
-  if (typeof value === "function") return "a function";
-  if (typeof value === "symbol") return "a symbol";
-  if (typeof value === "number") return `the number ${StringCtor(value)}`;
+/** What ``value`` is, where it is, and what to do: "a Map at $.m (only plain ...)". */
+function describeAt(value, path) {
+  const where = pathText(path);
+  if (value === undefined) return `undefined at ${where}`;
+  if (typeof value === "function") return `a function at ${where}`;
+  if (typeof value === "symbol") return `a symbol at ${where}`;
+  if (typeof value === "number") return `the number ${StringCtor(value)} at ${where}`;
   let name = "an object";
+  let thenable = false;
   try {
     const proto = getPrototypeOf(value);
     const ctor = proto && objectHasOwn(proto, "constructor") ? proto.constructor : undefined;
     if (typeof ctor === "function" && typeof ctor.name === "string" && ctor.name) {
       name = `a ${call(stringSlice, ctor.name, 0, MAX_TYPE_NAME)}`;
     }
+    thenable = typeof value.then === "function";
   } catch {
     // a Proxy's trap threw: "an object" says enough
   }
-  if (typeof value.then === "function") return `${name} (a Promise: did you forget await?)`;
-  return `${name} (only plain objects and arrays are JSON)`;
+  if (thenable) return `${name} at ${where} (a Promise: did you forget await?)`;
+  return `${name} at ${where} (only plain objects and arrays are JSON)`;
 }
 
 /**
@@ -254,7 +260,10 @@ function toJson(value, room, what) {
         if (!call(stringIsWellFormed, item)) fail(`a string with a lone surrogate at ${pathText(path)}`);
         return add(jsonStringify(item));
       case "number":
-        if (!numberIsFinite(item)) fail(`${describe(item)} at ${pathText(path)}`);
+        if (!numberIsFinite(item)) fail(describeAt(item, path));
+        // past 2^53 a number's shortest text is not its value (2 ** 60 prints 1152921504606847000):
+        // the exact integer it is goes out instead
+        if (!numberIsSafeInteger(item) && numberIsInteger(item)) return add(StringCtor(BigIntCtor(item)));
         return add(jsonStringify(item));
       case "boolean":
         return add(item ? "true" : "false");
@@ -269,7 +278,7 @@ function toJson(value, room, what) {
         if (item === null) return add("null");
         break;
       default:
-        fail(`${describe(item)} at ${pathText(path)}`);
+        fail(describeAt(item, path));
     }
     if (onPath.has(item)) fail(`a cycle at ${pathText(path)} (the value contains itself)`);
     if (onPath.size >= MAX_DEPTH) fail(`nesting deeper than ${MAX_DEPTH} levels at ${pathText(path)}`);
@@ -286,7 +295,7 @@ function toJson(value, room, what) {
       } catch (error) {
         fail(`${errorName(error)} at ${pathText(path)}`);
       }
-      if (proto !== ObjectPrototype && proto !== null) fail(`${describe(item)} at ${pathText(path)}`);
+      if (proto !== ObjectPrototype && proto !== null) fail(describeAt(item, path));
     }
     onPath.add(item);
     const parts = [];
@@ -500,7 +509,7 @@ function writeLog(text) {
   logBytes += bytes.length;
   let view = bytes;
   while (view.length > 0) {
-    view = call(u8Subarray, view, call(stderrWriteSync, stderr, view));
+    view = call(u8Subarray, view, call(coreWriteSync, core, 2, view));
   }
 }
 
@@ -514,9 +523,9 @@ let nextCallId = 0;
 class ToolCallError extends Error {
   constructor(tool, message, code) {
     super(message);
-    defineProperty(this, "name", { value: "ToolCallError", writable: true, configurable: true });
-    defineProperty(this, "tool", { value: tool, enumerable: true });
-    defineProperty(this, "code", { value: code, enumerable: true });
+    defineProperty(this, "name", { __proto__: null, value: "ToolCallError", writable: true, configurable: true });
+    defineProperty(this, "tool", { __proto__: null, value: tool, enumerable: true });
+    defineProperty(this, "code", { __proto__: null, value: code, enumerable: true });
   }
 }
 
@@ -536,6 +545,7 @@ function settleCall(message) {
   const frames = typeof site === "string" ? call(stringIndexOf, site, "\n") : -1;
   if (frames >= 0) {
     defineProperty(error, "stack", {
+    __proto__: null,
       value: `ToolCallError: ${error.message}${call(stringSlice, site, frames)}`,
       writable: true,
       configurable: true,
@@ -560,7 +570,7 @@ function makeBinding(name) {
     send(`{"type":"Call","id":${id},"name":${jsonStringify(name)},"args":${json}}`);
     return promise;
   };
-  defineProperty(binding, "name", { value: name });
+  defineProperty(binding, "name", { __proto__: null, value: name });
   return binding;
 }
 
@@ -573,11 +583,12 @@ function installBindings(names) {
       let next = objectHasOwn(holder, part) ? holder[part] : undefined;
       if (next === undefined || next === null || getPrototypeOf(next) !== null) {
         next = objectCreate(null);
-        defineProperty(holder, part, { value: next, writable: holder === globalThis, enumerable: true, configurable: holder === globalThis });
+        defineProperty(holder, part, { __proto__: null, value: next, writable: holder === globalThis, enumerable: true, configurable: holder === globalThis });
       }
       holder = next;
     }
     defineProperty(holder, parts[parts.length - 1], {
+    __proto__: null,
       value: makeBinding(names[i]),
       writable: holder === globalThis,
       enumerable: true,
@@ -606,12 +617,13 @@ function refuseWorkers() {
       throw new TypeError("Workers are not available to programs: run the work in this program");
     }
   }
-  defineProperty(globalThis, "Worker", { value: Worker, writable: true, configurable: true });
+  defineProperty(globalThis, "Worker", { __proto__: null, value: Worker, writable: true, configurable: true });
 }
 
 function logStreams(process) {
   // ending the process is Deno's to refuse (it is gone): say it in words a program can act on
   defineProperty(process, "exit", {
+    __proto__: null,
     value: (code) => {
       throw new TypeError(`process.exit(${code ?? ""}) is not available to programs: return a value, or throw`);
     },
@@ -620,6 +632,7 @@ function logStreams(process) {
   });
   for (const stream of [process.stdout, process.stderr]) {
     defineProperty(stream, "write", {
+    __proto__: null,
       value: (chunk, encoding, callback) => {
         writeLog(typeof chunk === "string" ? chunk : call(decodeFrom, decoder, chunk));
         if (typeof encoding === "function") encoding();
@@ -640,9 +653,10 @@ function lendDeno(name) {
   let made = false;
   let value;
   defineProperty(globalThis, name, {
+    __proto__: null,
     get() {
       if (made) return value;
-      if (lending++ === 0) defineProperty(globalThis, "Deno", { value: denoNamespace, configurable: true });
+      if (lending++ === 0) defineProperty(globalThis, "Deno", { __proto__: null, value: denoNamespace, configurable: true });
       try {
         value = ReflectApply(getter, globalThis, []);
         if (name === "process") logStreams(value);
@@ -653,7 +667,7 @@ function lendDeno(name) {
       return value;
     },
     set(replaced) {
-      defineProperty(globalThis, name, { value: replaced, writable: true, enumerable: true, configurable: true });
+      defineProperty(globalThis, name, { __proto__: null, value: replaced, writable: true, enumerable: true, configurable: true });
     },
     enumerable: true,
     configurable: true,
@@ -661,9 +675,14 @@ function lendDeno(name) {
 }
 
 function contain() {
+  // Deno's core makes every async op (our reads of fd 0 among them) through
+  // Function.prototype.call: a program that replaced it would cut the bridge
+  for (const name of ["call", "apply", "bind"]) {
+    defineProperty(Function.prototype, name, { __proto__: null, writable: false, configurable: false });
+  }
   // an unload handler would run after the report: Deno.exit dispatches "unload" unless told
   // it has been already; said here for good, so the program cannot unsay it
-  defineProperty(globalThis, Symbol.for("Deno.isUnloadDispatched"), { value: true });
+  defineProperty(globalThis, Symbol.for("Deno.isUnloadDispatched"), { __proto__: null, value: true });
   globalThis.addEventListener("unhandledrejection", (event) => {
     event.preventDefault();
     reportException(event.reason, "Uncaught (in promise) ");
@@ -675,7 +694,7 @@ function contain() {
   // node's globals are made on first use (its process costs ~10 ms or more), from Deno's
   // namespace, which the program no longer has: lend it back for that moment only
   for (const name of ["process", "Buffer", "setImmediate", "clearImmediate"]) lendDeno(name);
-  defineProperty(globalThis, "console", { value: programConsole, writable: true, configurable: true });
+  defineProperty(globalThis, "console", { __proto__: null, value: programConsole, writable: true, configurable: true });
   refuseWorkers();
   delete globalThis.Deno;
 }
@@ -697,6 +716,7 @@ const inputs = start.inputs;
 const inputNames = objectKeys(inputs);
 for (let i = 0; i < inputNames.length; i++) {
   defineProperty(globalThis, inputNames[i], {
+    __proto__: null,
     value: inputs[inputNames[i]],
     writable: true,
     enumerable: true,
@@ -704,7 +724,7 @@ for (let i = 0; i < inputNames.length; i++) {
   });
 }
 installBindings(start.bindings);
-defineProperty(globalThis, "ToolCallError", { value: ToolCallError, writable: true, configurable: true });
+defineProperty(globalThis, "ToolCallError", { __proto__: null, value: ToolCallError, writable: true, configurable: true });
 let value;
 try {
   const program = await import(`data:text/javascript;base64,${start.code}`);

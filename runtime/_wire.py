@@ -52,6 +52,7 @@ class Prepare(msgspec.Struct, tag=True, frozen=True):
     #: Another engine to become once contained (TypeScript: Deno), on fds 0 and 1 (``[]``: none)
     exec_argv: list[str] = []
     exec_env: dict[str, str] = {}
+    exec_data_bytes: int = 0  # the engine's RLIMIT_DATA (0: none)
 
 
 class Start(msgspec.Struct, tag=True, frozen=True):

@@ -97,14 +97,17 @@ class TypeScriptFrontEnd:
             assert self._to is not None and self._from is not None
             body = source.encode("utf-8", "surrogatepass")
             answer: _Answer | None = None
-            with anyio.move_on_after(self._timeout):
+            # never left half done (a later program would read this one's answer): a caller
+            # cancelled meanwhile sees it once the answer is in, within the timeout
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout):
                 try:
                     await write_all(self._to, _HEADER.pack(len(body)) + body)
                     answer = _decoder.decode(await self._read_frame(self._from))
                 except (OSError, EOFError, msgspec.DecodeError):
                     answer = None
             if answer is None:
-                await self.aclose()  # dead or stuck: the next program gets a fresh one
+                with anyio.CancelScope(shield=True):
+                    await self.aclose()  # dead or stuck: the next program gets a fresh one
                 raise ProgramRejected(
                     "SyntaxError: the TypeScript front end could not parse the program (it "
                     f"failed or took longer than {self._timeout:g} s over it)"
@@ -112,6 +115,16 @@ class TypeScriptFrontEnd:
         if answer.js is None:
             raise _rejection(answer, source)
         return answer.js.encode()
+
+    def data_bytes(self) -> int:
+        """Its data segment now (0 if it is not running): what a Deno process takes at start,
+        as near as one can see it from here."""
+        proc = self._proc
+        try:
+            with open(f"/proc/{proc.pid if proc else 0}/statm", "rb") as f:
+                return int(f.read().split()[5]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            return 0
 
     @staticmethod
     async def _read_frame(fd: int) -> bytes:

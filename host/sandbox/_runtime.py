@@ -16,7 +16,7 @@ from host.sandbox._cgroup import CgroupSet
 from host.sandbox._options import RunOptions, SessionState, default_workdir_root
 from host.sandbox._run import Run
 from host.sandbox._session import MAX_STATE_BYTES, Session
-from host.sandbox._slot import ChildSlot
+from host.sandbox._slot import ChildSlot, Engine
 from host.sandbox._template import TemplateProcess
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import sweep_stale
@@ -114,8 +114,8 @@ class SubprocessRuntime:
         self._why_not_cgroups = "" if use_cgroups else "use_cgroups=False"
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
-        #: What spares become once contained (``()``: they stay Python; see ``_engine``).
-        self._spare_engine: tuple[str, ...] = ()
+        #: What spares become once contained (None: they stay Python; see ``_engine``).
+        self._spare_engine: Engine | None = None
         self._compiled: dict[tuple[str, str], bytes] = {}
         self._options = RunOptions(
             workdir_root=workdir_root or default_workdir_root(),
@@ -290,9 +290,9 @@ class SubprocessRuntime:
                     lambda: self._release(run, limiter, ticket), what="releasing a run's resources"
                 )
 
-    def _engine(self, request: RunRequest) -> tuple[str, ...]:
-        """The command a run's child becomes once contained; ``()``: it runs Python itself."""
-        return ()
+    def _engine(self, request: RunRequest) -> Engine | None:
+        """What a run's child becomes once contained; None: it runs Python itself."""
+        return None
 
     def _make_run(
         self, request: RunRequest, code: bytes, slot: ChildSlot, session: SessionState | None
@@ -387,7 +387,7 @@ class SubprocessRuntime:
         if removed:
             _log.info("dsh-code: removed %d run directories left by dead runtimes", removed)
 
-    async def _take_slot(self, template: TemplateProcess, engine: tuple[str, ...]) -> ChildSlot:
+    async def _take_slot(self, template: TemplateProcess, engine: Engine | None) -> ChildSlot:
         """A spare child if one is ready, else a fresh fork; either way the next spare is
         asked for now, so it sets up while this run runs. A spare becomes ``engine``, and
         the next spares become what this run asked for."""
@@ -410,7 +410,7 @@ class SubprocessRuntime:
         return slot
 
     async def _fork(
-        self, template: TemplateProcess, *, spare: bool, engine: tuple[str, ...] = ()
+        self, template: TemplateProcess, *, spare: bool, engine: Engine | None = None
     ) -> ChildSlot:
         """A new child slot, in fresh cgroups when we have them. A ``spare`` warms up while
         it waits; a child forked for a run now goes straight to it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import dataclass
 
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
@@ -11,10 +12,19 @@ from host.sandbox._template import TemplateProcess
 from host.sandbox._workdir import make_workdir, remove_tree
 from runtime.lowlevel import Prepare, ProcStat, encode_frame, kill_tree
 
-__all__ = ("ChildSlot",)
+__all__ = ("ChildSlot", "Engine")
 
 _INT = struct.Struct("!i")
 _RECORD = 5  # b"P" or b"X", then a 4-byte int
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What a child becomes once contained: a command (on the run's pipes, fds 0 and 1), and
+    the data rlimit it starts under (0: none)."""
+
+    argv: tuple[str, ...]
+    data_bytes: int = 0
 
 
 class ChildSlot:
@@ -30,7 +40,7 @@ class ChildSlot:
         fds: dict[str, int],
         workdir: str,
         cgroup: RunCgroup | None = None,
-        engine: tuple[str, ...] = (),
+        engine: Engine | None = None,
     ) -> None:
         self.template = template
         self.fds = fds
@@ -38,7 +48,7 @@ class ChildSlot:
         self.cgroup = cgroup
         """The cgroup the child joins before it reads its program (None: no cgroups)."""
         self.engine = engine
-        """The command the child becomes once contained (``()``: it stays Python)."""
+        """What the child becomes once contained (None: it stays Python)."""
         self.pid: int | None = None
         self.exit_status: int | None = None
         self._pending = b""
@@ -54,7 +64,7 @@ class ChildSlot:
         open_files: int,
         warm_up: bool,
         cgroup: RunCgroup | None = None,
-        engine: tuple[str, ...] = (),
+        engine: Engine | None = None,
     ) -> ChildSlot:
         """Make the run's directory and pipes, and ask the template to fork a child on them
         (does not wait); the child joins ``cgroup`` first, and runs a throwaway program
@@ -84,7 +94,8 @@ class ChildSlot:
             open_files=open_files,
             linger=cgroup is None,
             warm_up=warm_up,
-            exec_argv=list(engine),
+            exec_argv=list(engine.argv) if engine is not None else [],
+            exec_data_bytes=engine.data_bytes if engine is not None else 0,
         )
         try:
             os.write(ctl_in_w, encode_frame(prepare))

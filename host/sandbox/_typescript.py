@@ -18,15 +18,17 @@ import resource
 import signal
 from typing import Any
 
+import anyio
+
 from host.sandbox._deno import child_argv
 from host.sandbox._frontend import TypeScriptFrontEnd
 from host.sandbox._options import SessionState
 from host.sandbox._run import Run
 from host.sandbox._runtime import SubprocessRuntime
 from host.sandbox._session import MAX_STATE_BYTES, Session
-from host.sandbox._slot import ChildSlot
+from host.sandbox._slot import ChildSlot, Engine
 from runtime import Limits, RunError, RunRequest, RunResult, RuntimeUsageError
-from runtime.lowlevel import Policy, Start, process_cpu_ns
+from runtime.lowlevel import Policy, ProgramRejected, Start, process_cpu_ns
 
 __all__ = ("TypeScriptRuntime",)
 
@@ -60,12 +62,20 @@ def _data_bytes(pid: int) -> int:
         return int(f.read().split()[5]) * os.sysconf("SC_PAGE_SIZE")
 
 
+#: Room above Deno's own data at its start for what a run adds besides the program's heap
+#: (the program's module, V8's young generation, compiled code).
+_ENGINE_ROOM = 64 * 1024 * 1024
+
+
 class TypeScriptRun(Run):
     """A run whose child became Deno: its limits are set from outside, its V8 death read."""
 
     def _before_start(self, start: Start) -> None:
         """The heap cap above what Deno uses now (``RLIMIT_DATA``) and the CPU backstop (a
-        little past the budget, ``RLIMIT_CPU``), as a Python child sets its own."""
+        little past the budget, ``RLIMIT_CPU``), as a Python child sets its own. Setting
+        another process's limits takes CAP_SYS_RESOURCE or the same uid: where neither holds
+        (a root host without that capability) the cap it started under stays (see
+        ``TypeScriptRuntime._engine``)."""
         if self.pid is None:
             return
         pid = _engine_pid(self.pid)
@@ -76,7 +86,7 @@ class TypeScriptRun(Run):
             seconds = math.ceil(used / 1e9) + 2
             resource.prlimit(pid, resource.RLIMIT_CPU, (seconds, seconds))
         except (OSError, ValueError, IndexError) as exc:  # gone: the run settles as died
-            _log.debug("dsh-code: cannot set a TypeScript child's limits: %s", exc)
+            _log.debug("dsh-code: cannot set a TypeScript child's limits: %r", exc)
 
     def _classify_death(self, error: RunError) -> RunError:
         status = self.exit_status
@@ -134,6 +144,9 @@ class TypeScriptRuntime(SubprocessRuntime):
             max_processes=max_processes,
             run_as_uid=run_as_uid,
         )
+        #: What a Deno process's data segment is at its start (0: not seen yet): the base of
+        #: a child's data rlimit
+        self._engine_base = 0
         self._spare_engine = self._engine_for(Limits().max_heap_mb)
         self._frontend = TypeScriptFrontEnd(run_uid=self._run_uid)
         self._js: dict[str, bytes] = {}
@@ -167,6 +180,15 @@ class TypeScriptRuntime(SubprocessRuntime):
     ) -> tuple[RunResult, Any]:
         if state is not None:
             self.session()  # raises
+        try:  # the front end answers in a moment, but its first start takes a while
+            await self._compile(request.program, request.policy)  # kept: the next is a lookup
+        except ProgramRejected:
+            pass  # reported below, as for Python
+        except anyio.get_cancelled_exc_class():
+            error = RunError(
+                kind="aborted", message="the caller cancelled the run before it started"
+            )
+            return self._failed_before_start(error), None
         return await super()._run_in_session(request, state, max_state_bytes)
 
     async def _compile(self, program: str, policy: Policy) -> bytes:
@@ -176,22 +198,33 @@ class TypeScriptRuntime(SubprocessRuntime):
             self._js[program] = self._js.pop(program)  # most recently used last
             return code
         code = await self._frontend.compile(program)
+        if not self._engine_base:  # the front end is a Deno process too: its size is Deno's
+            self._engine_base = self._frontend.data_bytes()
+            self._spare_engine = self._engine_for(Limits().max_heap_mb)
         self._js[program] = code
         if len(self._js) > _COMPILED_KEPT:
             del self._js[next(iter(self._js))]
         return code
 
-    @staticmethod
-    def _engine_for(heap_mb: int) -> tuple[str, ...]:
-        return tuple(child_argv(heap_mb))
+    def _engine_for(self, heap_mb: int) -> Engine:
+        """Deno under a V8 heap cap of ``heap_mb``, and a data rlimit of the same heap above
+        what Deno's own start takes (once a first child has shown it)."""
+        base = self._engine_base
+        data = base + heap_mb * 1024 * 1024 + _ENGINE_ROOM if base else 0
+        return Engine(tuple(child_argv(heap_mb)), data)
 
-    def _engine(self, request: RunRequest) -> tuple[str, ...]:
+    def _engine(self, request: RunRequest) -> Engine:
         return self._engine_for(request.limits.max_heap_mb)
 
     def _make_run(
         self, request: RunRequest, code: bytes, slot: ChildSlot, session: SessionState | None
     ) -> Run:
         return TypeScriptRun(request, code, slot, self._options, self._watchdog, session)
+
+    async def start(self) -> None:
+        """Start the front end, the template and the spares now (else the first run does)."""
+        await self._compile("return 1;", "python")  # Deno's size: the spares' data rlimit
+        await super().start()
 
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child (and the front end) has exited."""

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 import psutil
 import pytest
 
-from host.sandbox import SubprocessRuntime
+from host.sandbox import SubprocessRuntime, TypeScriptRuntime
 from host.sandbox._cgroup import CgroupSet, parse_hierarchies, runtime_prefix
 from host.sandbox._options import default_workdir_root
 from tests.conftest import ALL_BACKENDS
@@ -154,6 +154,19 @@ def isolation(request: pytest.FixtureRequest) -> str:
 async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRuntime]:
     """A fresh runtime; after the test, nothing it started may be left (processes, dirs, fds)."""
     runtime = SubprocessRuntime(workdir_root=workdir_root, isolation=isolation)
+    fds_before = open_fds()
+    async with runtime:
+        yield runtime
+    assert psutil.Process().children(recursive=True) == []
+    assert os.listdir(workdir_root) == []
+    assert our_cgroups() == []
+    assert open_fds() - fds_before == set()
+
+
+@pytest.fixture
+async def ts(workdir_root: str, isolation: str) -> AsyncIterator[TypeScriptRuntime]:
+    """A fresh TypeScript runtime, with the same leak check as ``rt``."""
+    runtime = TypeScriptRuntime(workdir_root=workdir_root, isolation=isolation)
     fds_before = open_fds()
     async with runtime:
         yield runtime
