@@ -22,6 +22,7 @@ from host.cli._options import (
     CallStyleOption,
     ComputeMsOption,
     IsolationOption,
+    LangOption,
     MaxHeapMbOption,
     MaxOutputBytesOption,
     MaxParallelSubCallsOption,
@@ -51,7 +52,9 @@ from host.cli._setup import (
     POLICIES,
     RuntimeOptions,
     check_choice,
+    check_typescript_flags,
     codemode_config_of,
+    language_of,
     load_tools,
     make_registry,
     mcp_servers,
@@ -154,6 +157,7 @@ def run(
     ray: RayOption = None,
     session_file: SessionOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    lang: LangOption = None,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     from host.cli._run import (
@@ -169,12 +173,18 @@ def run(
     reset_json()
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
+    language = language_of(lang, program)
+    check_typescript_flags(
+        language, policy=policy, call_style=call_style, session=session_file is not None
+    )
     if yes and no:
         raise UsageFailure("--yes and --no exclude each other")
     if session_file is not None and ray is not None:
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    runtime_options = RuntimeOptions.checked(
+        isolation, max_processes, no_cgroups, preload, ray, language
+    )
     stopper = current_stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
@@ -368,21 +378,30 @@ def check_command(
     mcp: McpOption = [],  # noqa: B006
     mcp_config: McpConfigOption = None,
     call_style: CallStyleOption = "async",
+    lang: LangOption = None,
 ) -> None:
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
     import sdkgen
 
     check_choice("--call-style", call_style, CALL_STYLES)
+    language = language_of(lang, program)
+    check_typescript_flags(language, call_style=call_style)
     with stdout_to_stderr():
         source = read_program(program)
         loaded = load_tools(bindings)
         manifest = make_registry(loaded, None, mcp_tools(mcp, mcp_config)).manifest()
     try:
-        diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
+        if language == "typescript":
+            from host.sandbox import deno_binary
+
+            diagnostics = sdkgen.check_typescript(source, manifest, deno=deno_binary())
+        else:
+            diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
     except sdkgen.SdkgenError as exc:
         raise UsageFailure(str(exc)) from None
     if diagnostics:
-        write_result(sdkgen.render_diagnostics(diagnostics) + "\n")
+        name = _file_name(program, ".ts") if language == "typescript" else None
+        write_result(sdkgen.render_diagnostics(diagnostics, name) + "\n")
     errors = [d for d in diagnostics if d.severity == "error"]
     raise typer.Exit(EXIT_FAILED if errors else EXIT_OK)
 
@@ -435,12 +454,15 @@ def mcp_command(
     preload: PreloadOption = [],  # noqa: B006
     ray: RayOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    lang: LangOption = None,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
 
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
+    language = language_of(lang)
+    check_typescript_flags(language, policy=policy, call_style=call_style)
     if not bindings and not mcp and mcp_config is None:
         raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
     if http is not None and token is not None and not no_auth and len(token) < 16:
@@ -451,7 +473,9 @@ def mcp_command(
         require_mcp()
     except McpUnavailableError as exc:
         raise UsageFailure(str(exc)) from None
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    runtime_options = RuntimeOptions.checked(
+        isolation, max_processes, no_cgroups, preload, ray, language
+    )
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = codemode_config_of(
@@ -486,6 +510,11 @@ def mcp_command(
             raise
         raise failure from None
     raise typer.Exit(EXIT_OK)
+
+
+def _file_name(program: str, suffix: str) -> str:
+    """The name diagnostics give the program: its file's, or ``program<suffix>`` for stdin."""
+    return "program" + suffix if program == "-" else program
 
 
 def _new_token() -> str:

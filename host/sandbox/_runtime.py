@@ -230,7 +230,7 @@ class SubprocessRuntime:
         its child sent (None outside a session, or when the run failed)."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
-        check_request(request)
+        self._check_request(request)
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:
@@ -289,6 +289,10 @@ class SubprocessRuntime:
                 self._background.spawn(
                     lambda: self._release(run, limiter, ticket), what="releasing a run's resources"
                 )
+
+    def _check_request(self, request: RunRequest) -> None:
+        """Raise ``RuntimeUsageError`` for what the caller got wrong."""
+        check_request(request)
 
     def _engine(self, request: RunRequest) -> Engine | None:
         """What a run's child becomes once contained; None: it runs Python itself."""

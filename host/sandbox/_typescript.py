@@ -28,7 +28,7 @@ from host.sandbox._runtime import SubprocessRuntime
 from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot, Engine
 from runtime import Limits, RunError, RunRequest, RunResult, RuntimeUsageError
-from runtime.lowlevel import Policy, ProgramRejected, Start, process_cpu_ns
+from runtime.lowlevel import Policy, ProgramRejected, Start, check_request, process_cpu_ns
 
 __all__ = ("TypeScriptRuntime",)
 
@@ -190,6 +190,10 @@ class TypeScriptRuntime(SubprocessRuntime):
             )
             return self._failed_before_start(error), None
         return await super()._run_in_session(request, state, max_state_bytes)
+
+    def _check_request(self, request: RunRequest) -> None:
+        # a binding's last part may be any name: `tools["my-tool"]` is as good as `tools.x`
+        check_request(request, any_member=True)
 
     async def _compile(self, program: str, policy: Policy) -> bytes:
         """The module the child imports (raises ``ProgramRejected``); the last few are kept."""
