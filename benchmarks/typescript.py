@@ -150,12 +150,12 @@ async def measure(runs: int) -> dict[str, dict[str, Any]]:
     out["bare_deno_empty"] = bare_empty.summary()
     out["bare_deno_loop"] = bare_loop.summary()
     for lang in ("ts", "py"):
-        calls, alone = out[f"{lang}_calls_run"], out[f"{lang}_trivial_for_calls"]
+        made, alone = out[f"{lang}_calls_run"], out[f"{lang}_trivial_for_calls"]
         out[f"{lang}_per_call_us"] = {
-            "p50": (calls["p50"] - alone["p50"]) * 1000 / CALLS,
-            "p95": (calls["p95"] - alone["p95"]) * 1000 / CALLS,
-            "n": calls["n"],
-            "failed": calls["failed"],
+            "p50": (made["p50"] - alone["p50"]) * 1000 / CALLS,
+            "p95": (made["p95"] - alone["p95"]) * 1000 / CALLS,
+            "n": made["n"],
+            "failed": made["failed"],
         }
     return out
 
