@@ -66,6 +66,7 @@ async def test_run_code_calls_tools_by_their_own_names(codemode: CodeMode) -> No
 async def test_a_failed_run_is_code_run_failed_in_program_lines(codemode: CodeMode) -> None:
     result = await codemode.run("const x = 1;\nawait tools['say-hi']({});")
     assert result.error is not None and result.error.code == "CODE_RUN_FAILED"
+    assert result.meta is not None
     code_run = result.meta["code_run"]
     assert code_run["kind"] == "exception" and code_run["lineno"] == 2
 
