@@ -51,7 +51,11 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const encodeInto = TextEncoder.prototype.encode;
 const decodeFrom = TextDecoder.prototype.decode;
-const mathMin = Math.min;
+const SetCtor = Set;
+const setHas = Set.prototype.has;
+const setAdd = Set.prototype.add;
+const setDelete = Set.prototype.delete;
+const setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
 
 const MAX_DEPTH = 500; // runtime/_json.py's: deeper values cannot cross the pipe
 const MAX_INT_DIGITS = 4300; // a default Python cannot read a longer integer
@@ -229,7 +233,7 @@ function describeAt(value, path) {
  */
 function toJson(value, room, what) {
   const path = [];
-  const onPath = new Set();
+  const onPath = new SetCtor();
   let size = 0;
   const add = (text) => {
     size += text.length;
@@ -280,8 +284,8 @@ function toJson(value, room, what) {
       default:
         fail(describeAt(item, path));
     }
-    if (onPath.has(item)) fail(`a cycle at ${pathText(path)} (the value contains itself)`);
-    if (onPath.size >= MAX_DEPTH) fail(`nesting deeper than ${MAX_DEPTH} levels at ${pathText(path)}`);
+    if (call(setHas, onPath, item)) fail(`a cycle at ${pathText(path)} (the value contains itself)`);
+    if (call(setSize, onPath) >= MAX_DEPTH) fail(`nesting deeper than ${MAX_DEPTH} levels at ${pathText(path)}`);
     let array;
     try {
       array = isArray(item);
@@ -297,7 +301,7 @@ function toJson(value, room, what) {
       }
       if (proto !== ObjectPrototype && proto !== null) fail(describeAt(item, path));
     }
-    onPath.add(item);
+    call(setAdd, onPath, item);
     const parts = [];
     try {
       if (array) {
@@ -308,7 +312,9 @@ function toJson(value, room, what) {
           fail(`reading the length at ${pathText(path)} threw ${errorName(error)}`);
         }
         add("[]");
-        if (length > room - size) add("x".repeat(mathMin(length, room - size + 1)));
+        if (typeof length !== "number" || !(length >= 0)) fail(`an array whose length is not a number at ${pathText(path)}`);
+        // each element takes a byte at least: a length past the room is too large, unread
+        if (length > room - size) throw new NotJson("output_limit", `more than ${room} bytes as JSON`);
         for (let i = 0; i < length; i++) {
           if (i > 0) add(",");
           path[path.length] = i;
@@ -348,7 +354,7 @@ function toJson(value, room, what) {
       }
       return `{${call(arrayJoin, parts, ",")}}`;
     } finally {
-      onPath.delete(item);
+      call(setDelete, onPath, item);
     }
   };
   try {
@@ -560,7 +566,10 @@ function makeBinding(name) {
       return PromiseCtor.reject(new TypeError(`${name}() takes one object of arguments`));
     }
     const json = toJson(args.length === 0 ? {} : args[0], 1 << 30, `the arguments of binding ${name}`);
-    if (json instanceof NotJson) fail("invalid_completion", json.message);
+    if (json instanceof NotJson) {
+      const why = json.kind === "output_limit" ? `the arguments of binding ${name} are too large: ${json.message}` : json.message;
+      fail("invalid_completion", why);
+    }
     const id = ++nextCallId;
     const site = {};
     captureStackTrace(site, binding);

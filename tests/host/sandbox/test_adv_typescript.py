@@ -82,6 +82,7 @@ async def test_prototype_pollution_does_not_reach_the_bridge(ts: TypeScriptRunti
         "try { Function.prototype.call = () => { throw new Error('call'); }; }"
         " catch (e) { refused = (e as Error).name; }\n"
         "Map.prototype.get = () => undefined;\nTextEncoder.prototype.encode = () => new Uint8Array(0);\n"
+        "Set.prototype.has = () => true;\nSet.prototype.add = () => { throw new Error('add'); };\n"
         "const a = await tools.add({ a: 1, b: 2 });\nconst b = await tools.add({ a: a, b: 10 });\n"
         "console.log('still logging');\nreturn { a, b, list: [1, 'two'], refused };"
     )
