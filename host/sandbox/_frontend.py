@@ -19,7 +19,7 @@ import msgspec
 
 from host.sandbox._deno import frontend_argv
 from host.sandbox._fdio import close_fd, read_some, write_all
-from runtime import RuntimeEnvironmentError
+from runtime import RuntimeClosedError, RuntimeEnvironmentError
 from runtime.lowlevel import ProgramRejected
 
 __all__ = ("TypeScriptFrontEnd",)
@@ -64,8 +64,11 @@ class TypeScriptFrontEnd:
         self._to: int | None = None
         self._from: int | None = None
         self._lock = anyio.Lock()
+        self._closed = False
 
     def _start(self) -> None:
+        if self._closed:  # a compile that waited while the runtime closed starts nothing
+            raise RuntimeClosedError("the runtime is closed; create a new one")
         try:
             proc = subprocess.Popen(
                 frontend_argv(),
@@ -107,7 +110,7 @@ class TypeScriptFrontEnd:
                     answer = None
             if answer is None:
                 with anyio.CancelScope(shield=True):
-                    await self.aclose()  # dead or stuck: the next program gets a fresh one
+                    await self._stop()  # dead or stuck: the next program gets a fresh one
                 raise ProgramRejected(
                     "SyntaxError: the TypeScript front end could not parse the program (it "
                     f"failed or took longer than {self._timeout:g} s over it)"
@@ -137,6 +140,11 @@ class TypeScriptFrontEnd:
         return data[_HEADER.size :]
 
     async def aclose(self) -> None:
+        """Stop it for good: a later ``compile`` raises ``RuntimeClosedError``."""
+        self._closed = True
+        await self._stop()
+
+    async def _stop(self) -> None:
         """Close its stdin (it exits), and reap it (killed if it does not go at once)."""
         proc, self._proc = self._proc, None
         for fd in (self._to, self._from):

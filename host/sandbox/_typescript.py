@@ -27,7 +27,14 @@ from host.sandbox._run import Run
 from host.sandbox._runtime import SubprocessRuntime
 from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot, Engine
-from runtime import Limits, RunError, RunRequest, RunResult, RuntimeUsageError
+from runtime import (
+    Limits,
+    RunError,
+    RunRequest,
+    RunResult,
+    RuntimeClosedError,
+    RuntimeUsageError,
+)
 from runtime.lowlevel import Policy, ProgramRejected, Start, check_request, process_cpu_ns
 
 __all__ = ("TypeScriptRuntime",)
@@ -178,12 +185,19 @@ class TypeScriptRuntime(SubprocessRuntime):
     async def _run_in_session(
         self, request: RunRequest, state: bytes | None, max_state_bytes: int
     ) -> tuple[RunResult, Any]:
+        if self._closed:
+            raise RuntimeClosedError("this TypeScriptRuntime is closed; create a new one")
         if state is not None:
             self.session()  # raises
         try:  # the front end answers in a moment, but its first start takes a while
             await self._compile(request.program, request.policy)  # kept: the next is a lookup
         except ProgramRejected:
             pass  # reported below, as for Python
+        except RuntimeClosedError:
+            if not self._closed:
+                raise
+            error = RunError(kind="aborted", message="the runtime was closed while the run started")
+            return self._failed_before_start(error), None
         except anyio.get_cancelled_exc_class():
             error = RunError(
                 kind="aborted", message="the caller cancelled the run before it started"

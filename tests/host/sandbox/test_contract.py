@@ -498,7 +498,7 @@ async def test_caller_mistakes_raise_clearly(crt: CodeRuntime) -> None:
     from runtime import RuntimeUsageError
 
     with pytest.raises(RuntimeUsageError, match="not a dotted identifier"):
-        await crt.run(RunRequest(program="1", bindings={"tools.bad-name": _add}))
+        await crt.run(RunRequest(program="1", bindings={"1tools.add": _add}))
     with pytest.raises(RuntimeUsageError, match="not lossless JSON"):
         await crt.run(RunRequest(program="1", inputs={"x": (1, 2)}))
 
