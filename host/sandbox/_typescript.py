@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import resource
+import select
 import signal
 from typing import Any
 
@@ -27,6 +28,7 @@ from host.sandbox._run import Run
 from host.sandbox._runtime import SubprocessRuntime
 from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot, Engine
+from host.sandbox._template import TemplateProcess
 from runtime import (
     Limits,
     RunError,
@@ -42,6 +44,10 @@ __all__ = ("TypeScriptRuntime",)
 _log = logging.getLogger("host.sandbox")
 #: Compiled programs kept per runtime.
 _COMPILED_KEPT = 64
+#: Spares the pool may grow to when runs come faster than Deno starts (each ~50 MB of memory).
+_SPARES_MAX = 6
+#: Runs in a row that found their spare ready before the pool gives one spare back.
+_HITS_TO_SHRINK = 32
 #: What V8 writes on stderr (the log pipe) when it ends the process past its heap cap.
 _V8_OUT_OF_MEMORY = ("Fatal JavaScript out of memory", "Fatal process out of memory")
 #: How V8 ends a process it cannot go on with (a trap, an abort, an illegal instruction).
@@ -114,7 +120,9 @@ class TypeScriptRuntime(SubprocessRuntime):
     The program is the body of an async function (top-level ``await`` and ``return``);
     bindings are ``await tools.x({...})``. Options are ``SubprocessRuntime``'s, but
     ``preload`` and ``python`` (Deno has no modules to preload). ``prefork`` Deno children
-    are kept started ahead of time, each waiting for one program.
+    are kept started ahead of time, each waiting for one program; when a run finds none
+    ready (Deno's start is longer than the time between runs) the pool grows by one, up to
+    6, and gives one back after 32 runs in a row found theirs ready.
     """
 
     language = "typescript"
@@ -157,6 +165,8 @@ class TypeScriptRuntime(SubprocessRuntime):
         self._spare_engine = self._engine_for(Limits().max_heap_mb)
         self._frontend = TypeScriptFrontEnd(run_uid=self._run_uid)
         self._js: dict[str, bytes] = {}
+        self._spares_floor = prefork
+        self._hits = 0
 
     def session(
         self, *, state: bytes | None = None, max_state_bytes: int = MAX_STATE_BYTES
@@ -233,6 +243,25 @@ class TypeScriptRuntime(SubprocessRuntime):
 
     def _engine(self, request: RunRequest) -> Engine:
         return self._engine_for(request.limits.max_heap_mb)
+
+    async def _take_slot(self, template: TemplateProcess, engine: Engine | None) -> ChildSlot:
+        """A spare (or a fresh child), and the pool sized from whether it was ready: a Deno
+        child is started, not forked warm, so how many must wait ahead of the runs depends on
+        how long Deno takes to start here against how often runs come."""
+        slot = await super()._take_slot(template, engine)
+        ready = bool(select.select([slot.fds["from_child"]], [], [], 0)[0])
+        if not ready and self._prefork < max(self._spares_floor, _SPARES_MAX):
+            self._prefork += 1
+            self._hits = 0
+            if not self._replenishing:
+                self._replenishing = True
+                self._background.spawn(self._replenish, what="forking a spare child")
+        elif ready:
+            self._hits += 1
+            if self._hits >= _HITS_TO_SHRINK and self._prefork > self._spares_floor:
+                self._prefork -= 1
+                self._hits = 0
+        return slot
 
     def _make_run(
         self, request: RunRequest, code: bytes, slot: ChildSlot, session: SessionState | None

@@ -241,3 +241,16 @@ async def test_sessions_and_other_policies_are_refused(ts: TypeScriptRuntime) ->
     with pytest.raises(RuntimeUsageError, match="await"):
         await ts.run(RunRequest(program="1", call_style="sync"))
     assert ts.language == "typescript"
+
+
+async def test_the_spare_pool_grows_when_runs_find_no_spare_ready(workdir_root: str) -> None:
+    async with TypeScriptRuntime(workdir_root=workdir_root, prefork=1) as ts:
+        for spare in ts._spares:  # taken from under the runtime: the next run finds none
+            spare.discard()
+            ts._release_cgroup(spare)
+            spare.remove_workdir()
+        ts._spares = []
+        assert ts._prefork == 1
+        result = await ts.run(RunRequest(program="return 1;"))
+        assert result.value == 1
+        assert ts._prefork == 2  # a fresh child was not ready at once: one more spare ahead
