@@ -256,3 +256,51 @@ async def test_a_thrown_megabyte_is_an_output_limit_at_once(ts: TypeScriptRuntim
     program = "const e = new Error('x');\ne.stack = 'y'.repeat(1 << 20);\nthrow e;"
     result = await run(ts, program, limits=Limits(max_output_bytes=100_000))
     assert result.error is not None and result.error.kind == "output_limit"
+
+
+async def test_the_deno_child_is_contained_as_a_python_child_is(
+    ts: TypeScriptRuntime, workdir_root: str
+) -> None:
+    import os
+
+    from host.sandbox._typescript import _engine_pid
+
+    seen: dict[str, Any] = {}
+
+    async def inspect(args: Any) -> Any:
+        (run,) = ts._runs
+        assert run.pid is not None
+        pid = _engine_pid(run.pid)
+        with open(f"/proc/{pid}/status") as f:
+            status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        with open(f"/proc/{pid}/limits") as f:
+            seen["data"] = next(line for line in f if line.startswith("Max data size")).split()[3]
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            seen["environ"] = f.read()
+        seen["status"] = status
+        seen["exe"] = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+        seen["cwd"] = os.readlink(f"/proc/{pid}/cwd")
+        seen["fds"] = sorted(
+            os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")
+        )
+        return None
+
+    result = await run(ts, "await tools.inspect();\nreturn 1;", bindings={"tools.inspect": inspect})
+    assert result.value == 1, result.error
+    status = seen["status"]
+    assert seen["exe"] == "deno"
+    assert seen["environ"] == b""
+    assert seen["cwd"].startswith(workdir_root)
+    assert status["NoNewPrivs"].strip() == "1"
+    assert int(status["CapEff"], 16) == int(status["CapBnd"], 16) == 0
+    if ts.containment.get("seccomp"):
+        assert status["Seccomp"].strip() == "2"
+    uid = ts.containment.get("uid")
+    if uid is not None:
+        assert status["Uid"].split() == [str(uid)] * 4
+    assert seen["data"] != "unlimited"  # the heap cap's rlimit, set before Deno started
+    # nothing of the host's is open in it: pipes, Deno's own anonymous inodes, /dev/null
+    assert all(
+        target.startswith(("pipe:", "anon_inode:", "socket:", "/dev/null"))
+        for target in seen["fds"]
+    ), seen["fds"]
