@@ -38,7 +38,6 @@ const PromiseCtor = Promise;
 const Uint8ArrayCtor = Uint8Array;
 const u8Set = Uint8Array.prototype.set;
 const u8Subarray = Uint8Array.prototype.subarray;
-const u8Slice = Uint8Array.prototype.slice;
 const dataViewGetUint32 = DataView.prototype.getUint32;
 const DataViewCtor = DataView;
 const stringIsWellFormed = String.prototype.isWellFormed;
@@ -52,6 +51,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const encodeInto = TextEncoder.prototype.encode;
 const decodeFrom = TextDecoder.prototype.decode;
+const mathMin = Math.min;
 const SetCtor = Set;
 const setHas = Set.prototype.has;
 const setAdd = Set.prototype.add;
@@ -115,30 +115,44 @@ function parseJson(text) {
   return call(regExpTest, BIG_DIGITS, text) ? jsonParse(text, reviveBig) : jsonParse(text);
 }
 
-let pending = new Uint8ArrayCtor(0);
+let header = new Uint8ArrayCtor(4);
+let headerFill = 0;
+let body = null; // the frame being read, made at its full size once its length is known
+let bodyFill = 0;
 const queued = [];
 let queuedHead = 0;
 let frameWaiter = null;
 
+/** Take bytes from the host; each frame is copied once, however many reads it spans. */
 function feed(chunk) {
-  const joined = new Uint8ArrayCtor(pending.length + chunk.length);
-  call(u8Set, joined, pending, 0);
-  call(u8Set, joined, chunk, pending.length);
   let at = 0;
-  while (joined.length - at >= 4) {
-    const size = call(dataViewGetUint32, new DataViewCtor(joined.buffer, at, 4), 0);
-    if (joined.length - at - 4 < size) break;
-    const body = call(decodeFrom, decoder, call(u8Subarray, joined, at + 4, at + 4 + size));
-    at += 4 + size;
-    let message;
-    try {
-      message = parseJson(body);
-    } catch {
-      continue; // the host sends only JSON; a broken host is not ours to survive
+  while (at < chunk.length) {
+    if (body === null) {
+      const take = mathMin(4 - headerFill, chunk.length - at);
+      call(u8Set, header, call(u8Subarray, chunk, at, at + take), headerFill);
+      headerFill += take;
+      at += take;
+      if (headerFill < 4) return;
+      body = new Uint8ArrayCtor(call(dataViewGetUint32, new DataViewCtor(header.buffer), 0));
+      bodyFill = 0;
+      headerFill = 0;
     }
-    deliver(message);
+    const take = mathMin(body.length - bodyFill, chunk.length - at);
+    call(u8Set, body, call(u8Subarray, chunk, at, at + take), bodyFill);
+    bodyFill += take;
+    at += take;
+    if (bodyFill === body.length) {
+      const text = call(decodeFrom, decoder, body);
+      body = null;
+      let message;
+      try {
+        message = parseJson(text);
+      } catch {
+        continue; // the host sends only JSON; a broken host is not ours to survive
+      }
+      deliver(message);
+    }
   }
-  pending = call(u8Slice, joined, at);
 }
 
 function deliver(message) {

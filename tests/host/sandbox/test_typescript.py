@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from host.sandbox import TypeScriptRuntime
@@ -254,3 +255,13 @@ async def test_the_spare_pool_grows_when_runs_find_no_spare_ready(workdir_root: 
         result = await ts.run(RunRequest(program="return 1;"))
         assert result.value == 1
         assert ts._prefork == 2  # a fresh child was not ready at once: one more spare ahead
+
+
+async def test_a_large_reply_arrives_whole_and_in_time(ts: TypeScriptRuntime) -> None:
+    async def text(args: Any) -> Any:
+        return "é" * (10 << 20)  # 20 MiB of UTF-8, read in many pieces
+
+    program = "const t = await tools.text();\nreturn [t.length, t.slice(-2)];"
+    with anyio.fail_after(60):
+        result = await run(ts, program, bindings={"tools.text": text})
+    assert result.value == [10 << 20, "éé"], result.error
