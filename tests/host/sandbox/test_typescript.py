@@ -265,3 +265,13 @@ async def test_a_large_reply_arrives_whole_and_in_time(ts: TypeScriptRuntime) ->
     with anyio.fail_after(60):
         result = await run(ts, program, bindings={"tools.text": text})
     assert result.value == [10 << 20, "éé"], result.error
+
+
+async def test_a_program_that_crashes_the_front_end_is_rejected_and_the_next_runs(
+    ts: TypeScriptRuntime,
+) -> None:
+    deep = "return " + "(" * 200_000 + "1" + ")" * 200_000 + ";"  # the parser's stack gives out
+    result = await run(ts, deep)
+    assert result.error is not None and result.error.kind == "parse"
+    assert "front end could not parse" in result.error.message
+    assert (await run(ts, "return 2;")).value == 2  # a fresh front end
