@@ -185,6 +185,7 @@ async function readLoop() {
 // ---- reports ---------------------------------------------------------------------------------
 
 let maxOutput = 0;
+let heapMb = 0;
 let logBytes = 0;
 let reported = false;
 
@@ -306,7 +307,7 @@ function reportException(error, prefix = "") {
       call(stringIndexOf, message, "Out of memory") >= 0 ||
       call(stringIndexOf, message, "Unable to grow instance memory") >= 0)
   ) {
-    fail("memory", `${name}: ${message}: the program passed the heap cap (max_heap_mb)`);
+    fail("memory", `${name}: ${message}: the program passed the heap cap (max_heap_mb ${heapMb})`);
   }
   const { text, lineno } = programStack(error, prefix);
   fail("exception", text, name, text, lineno);
@@ -539,6 +540,7 @@ readLoop();
 const start = await nextFrame();
 if (start.type !== "Start") denoExit(3);
 maxOutput = start.max_output_bytes;
+heapMb = start.heap_bytes / (1024 * 1024);
 const inputs = start.inputs;
 const inputNames = objectKeys(inputs);
 for (let i = 0; i < inputNames.length; i++) {

@@ -50,6 +50,8 @@ _SPARES_MAX = 6
 _HITS_TO_SHRINK = 32
 #: What V8 writes on stderr (the log pipe) when it ends the process past its heap cap.
 _V8_OUT_OF_MEMORY = ("Fatal JavaScript out of memory", "Fatal process out of memory")
+#: The first line of what V8 writes before it ends a process out of memory.
+_V8_REPORT = "<--- Last few GCs --->"
 #: How V8 ends a process it cannot go on with (a trap, an abort, an illegal instruction).
 _V8_FATAL = (-int(signal.SIGTRAP), -int(signal.SIGABRT), -int(signal.SIGILL), -int(signal.SIGSEGV))
 
@@ -103,9 +105,16 @@ class TypeScriptRun(Run):
 
     def _classify_death(self, error: RunError) -> RunError:
         status = self.exit_status
+        lines = self.logs.lines
         if status in _V8_FATAL and any(
-            marker in line for line in self.logs.lines[-40:] for marker in _V8_OUT_OF_MEMORY
+            marker in line for line in lines[-40:] for marker in _V8_OUT_OF_MEMORY
         ):
+            # V8's report (its last GCs, its C stack) is not the program's output
+            start = next(
+                (i for i in range(max(len(lines) - 40, 0), len(lines)) if _V8_REPORT in lines[i]),
+                len(lines),
+            )
+            del lines[start - (start > 0 and not lines[start - 1]) :]
             return RunError(
                 kind="memory",
                 message=f"the program passed the heap cap (max_heap_mb {self.limits.max_heap_mb}):"
@@ -272,6 +281,10 @@ class TypeScriptRuntime(SubprocessRuntime):
         """Start the front end, the template and the spares now (else the first run does)."""
         await self._compile("return 1;", "python")  # Deno's size: the spares' data rlimit
         await super().start()
+
+    async def __aenter__(self) -> TypeScriptRuntime:
+        await self.start()
+        return self
 
     async def aclose(self) -> None:
         """Abort in-flight runs, wait until every child (and the front end) has exited."""

@@ -304,3 +304,15 @@ async def test_the_deno_child_is_contained_as_a_python_child_is(
         target.startswith(("pipe:", "anon_inode:", "socket:", "/dev/null"))
         for target in seen["fds"]
     ), seen["fds"]
+
+
+async def test_v8_out_of_memory_is_kind_memory_naming_the_cap(workdir_root: str) -> None:
+    # without cgroups only V8's own cap (and the data rlimit) stand: V8 ends the process
+    async with TypeScriptRuntime(workdir_root=workdir_root, use_cgroups=False) as ts:
+        program = "console.log('growing');\nconst o: object[] = [];\nwhile (true) o.push({ a: [1, 2, 3] });"
+        limits = Limits(max_heap_mb=64, compute_ms=30_000, max_wall_ms=60_000)
+        with anyio.fail_after(90):
+            result = await run(ts, program, limits=limits)
+    assert result.error is not None and result.error.kind == "memory", result.error
+    assert "max_heap_mb 64" in result.error.message
+    assert result.logs == ["growing"]  # V8's own report is not the program's output
