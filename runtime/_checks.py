@@ -13,15 +13,18 @@ __all__ = ("check_request",)
 _CALL_STYLES = typing.get_args(CallStyle)
 
 
-def check_request(request: RunRequest) -> None:
+def check_request(request: RunRequest, *, any_member: bool = False) -> None:
     """Raise ``RuntimeUsageError`` for what the caller got wrong in ``request``: not a
     ``RunRequest``, a binding name that is not a dotted identifier or a binding that is not
-    callable, an input that is not an identifier or not lossless JSON, an unknown call style."""
+    callable, an input that is not an identifier or not lossless JSON, an unknown call style.
+    With ``any_member``, a dotted name's last part may be any name without a dot (a property,
+    ``tools["my-tool"]`` in TypeScript)."""
     if not isinstance(request, RunRequest):
         raise RuntimeUsageError(f"run() takes a RunRequest, got {type(request).__name__}")
     for name in request.bindings:
         parts = name.split(".") if isinstance(name, str) else [""]
-        if not all(p.isidentifier() for p in parts):
+        checked = parts[:-1] if any_member and len(parts) > 1 and parts[-1] else parts
+        if not all(p.isidentifier() for p in checked):
             raise RuntimeUsageError(f"binding name {name!r} is not a dotted identifier")
         if not callable(request.bindings[name]):
             raise RuntimeUsageError(f"binding {name!r} is not callable")

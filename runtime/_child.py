@@ -37,6 +37,7 @@ from runtime._contain import (
     mount_workdir,
 )
 from runtime._errors import ToolCallError
+from runtime._exec import exec_engine
 from runtime._privileges import (
     become,
     clear_capabilities,
@@ -364,6 +365,8 @@ def child_main(
             _enter_workdir(prepare, reporter)
         else:
             _prepare(prepare, setup, reporter)
+        if prepare.exec_argv:
+            exec_engine(prepare, ctl_in, ctl_out)
         _streams()
         install_helpers(builtins)
         builtins.ToolCallError = ToolCallError  # type: ignore[attr-defined]  # a builtin: globals() stay the program's

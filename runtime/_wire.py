@@ -65,6 +65,10 @@ class Prepare(msgspec.Struct, tag=True, frozen=True):
     linger: bool  # after the report, wait to be killed (False: the run's cgroup holds it)
     warm_up: bool  # run a throwaway program first (a spare: it has the time while it waits)
     max_processes: int = 0  # RLIMIT_NPROC, where the run's uid is its own (0: not set)
+    #: Another engine to become once contained (TypeScript: Deno), on fds 0 and 1 (``[]``: none)
+    exec_argv: list[str] = []
+    exec_env: dict[str, str] = {}
+    exec_data_bytes: int = 0  # the engine's RLIMIT_DATA (0: none)
 
 
 class Start(msgspec.Struct, tag=True, frozen=True):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sdkgen._check import Diagnostic, check_program, render_diagnostics
+    from sdkgen._check_ts import check_typescript
     from sdkgen._exceptions import CheckerFailed, CheckerNotFound, ManifestError, SdkgenError
     from sdkgen._sdk import python_names, python_sdk, sdk_hash, typescript_sdk
 
@@ -26,6 +27,7 @@ __all__ = (
     "ManifestError",
     "SdkgenError",
     "check_program",
+    "check_typescript",
     "python_names",
     "python_sdk",
     "render_diagnostics",
@@ -40,6 +42,7 @@ _HOMES = {
     "ManifestError": "_exceptions",
     "SdkgenError": "_exceptions",
     "check_program": "_check",
+    "check_typescript": "_check_ts",
     "python_names": "_sdk",
     "python_sdk": "_sdk",
     "render_diagnostics": "_check",

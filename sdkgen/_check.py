@@ -161,10 +161,12 @@ def _parse(output: str, indent: int, last_line: int) -> list[Diagnostic]:
     return sorted(found, key=lambda d: (d.line, d.column, d.severity, d.rule, d.message))
 
 
-def render_diagnostics(diagnostics: list[Diagnostic]) -> str:
-    """Render diagnostics one per line as `line:col: severity: message [rule]`."""
+def render_diagnostics(diagnostics: list[Diagnostic], file_name: str | None = None) -> str:
+    """Render diagnostics one per line as `line:col: severity: message [rule]`, each line
+    after `file_name:` when it is given."""
     if not diagnostics:
         return "no problems found"
+    prefix = f"{file_name}:" if file_name else ""
     return "\n".join(
-        f"{d.line}:{d.column}: {d.severity}: {d.message} [{d.rule}]" for d in diagnostics
+        f"{prefix}{d.line}:{d.column}: {d.severity}: {d.message} [{d.rule}]" for d in diagnostics
     )

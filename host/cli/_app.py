@@ -30,6 +30,7 @@ from host.cli._options import (
     CallStyleOption,
     ComputeMsOption,
     IsolationOption,
+    LangOption,
     MaxHeapMbOption,
     MaxModelOutputBytesOption,
     MaxOutputBytesOption,
@@ -58,7 +59,9 @@ from host.cli._setup import (
     POLICIES,
     RuntimeOptions,
     check_choice,
+    check_typescript_flags,
     codemode_config_of,
+    language_of,
     load_tools,
     make_registry,
     mcp_servers,
@@ -173,6 +176,7 @@ def run(
         bool,
         typer.Option("--full-logs", help="At a terminal, every log line (else a head and a tail)."),
     ] = False,
+    lang: LangOption = None,
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     from host.cli._journal_file import RunSettings
@@ -185,12 +189,18 @@ def run(
     stopper.settled = False  # a new command (the same process runs several under a test runner)
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
+    language = language_of(lang, program)
+    check_typescript_flags(
+        language, policy=policy, call_style=call_style, session=session_file is not None
+    )
     if yes and no:
         raise UsageFailure("--yes and --no exclude each other")
     if session_file is not None and ray is not None:
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
     settings = None
+    if journal is not None and language == "typescript":
+        raise UsageFailure("--journal is for Python programs: a TypeScript run cannot resume yet")
     if journal is not None:
         checked_journal(journal)
         settings = RunSettings(
@@ -214,7 +224,9 @@ def run(
             session=str(session_file.resolve()) if session_file is not None else None,
             max_state_bytes=max_state_bytes,
         )
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    runtime_options = RuntimeOptions.checked(
+        isolation, max_processes, no_cgroups, preload, ray, language
+    )
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
         loaded = load_tools(bindings)
@@ -395,6 +407,7 @@ def mcp_command(
     ray: RayOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
     max_model_output_bytes: MaxModelOutputBytesOption = MODEL_OUTPUT_BYTES,
+    lang: LangOption = None,
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
@@ -403,6 +416,8 @@ def mcp_command(
     auth = serve_auth(http, token, token_file, no_auth)  # first: the token leaves /proc
     check_choice("--policy", policy, POLICIES)
     check_choice("--call-style", call_style, CALL_STYLES)
+    language = language_of(lang)
+    check_typescript_flags(language, policy=policy, call_style=call_style)
     if not bindings and not mcp and mcp_config is None:
         raise UsageFailure("dsh-code mcp needs tools: --bindings FILE, --mcp or --mcp-config")
     from host.mcp import McpUnavailableError, require_mcp
@@ -411,7 +426,9 @@ def mcp_command(
         require_mcp()
     except McpUnavailableError as exc:
         raise UsageFailure(str(exc)) from None
-    runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    runtime_options = RuntimeOptions.checked(
+        isolation, max_processes, no_cgroups, preload, ray, language
+    )
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = codemode_config_of(

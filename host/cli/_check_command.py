@@ -18,7 +18,7 @@ from host.cli._mcp import (
     McpOption,
     McpStartTimeoutOption,
 )
-from host.cli._options import BindingsOption, CallStyleOption
+from host.cli._options import BindingsOption, CallStyleOption, LangOption
 from host.cli._output import (
     for_terminal,
     is_terminal,
@@ -29,6 +29,8 @@ from host.cli._output import (
 from host.cli._setup import (
     CALL_STYLES,
     check_choice,
+    check_typescript_flags,
+    language_of,
     load_tools,
     make_registry,
     mcp_tools,
@@ -53,11 +55,14 @@ def check_command(
     mcp_config: McpConfigOption = None,
     mcp_start_timeout_ms: McpStartTimeoutOption = MCP_START_TIMEOUT_MS,
     call_style: CallStyleOption = "async",
+    lang: LangOption = None,
 ) -> None:
     """Type-check PROGRAM against the bindings' SDK without running it (exit 1 on errors)."""
     import sdkgen
 
     check_choice("--call-style", call_style, CALL_STYLES)
+    language = language_of(lang, program)
+    check_typescript_flags(language, call_style=call_style)
     with stdout_to_stderr():
         source = read_program(program)
         loaded = load_tools(bindings)
@@ -65,7 +70,12 @@ def check_command(
             loaded, None, mcp_tools(mcp, mcp_config, mcp_start_timeout_ms)
         ).manifest()
     try:
-        diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
+        if language == "typescript":
+            from host.sandbox import deno_binary
+
+            diagnostics = sdkgen.check_typescript(source, manifest, deno=deno_binary())
+        else:
+            diagnostics = sdkgen.check_program(source, manifest, call_style=call_style)
     except sdkgen.SdkgenError as exc:
         raise UsageFailure(str(exc)) from None
     name = "<stdin>" if program == "-" else program

@@ -20,6 +20,7 @@ __all__ = (
     "CallStyleOption",
     "ComputeMsOption",
     "IsolationOption",
+    "LangOption",
     "MaxHeapMbOption",
     "MaxModelOutputBytesOption",
     "MaxOutputBytesOption",
@@ -117,6 +118,15 @@ MaxToolCallsOption = Annotated[
     int,
     typer.Option(
         "--max-tool-calls", metavar="N", min=1, max=1 << 40, help="Tool calls one run may make."
+    ),
+]
+LangOption = Annotated[
+    str | None,
+    typer.Option(
+        "--lang",
+        metavar="python|typescript",
+        help="The programs' language (default: typescript for a .ts file, else python).",
+        show_default=False,
     ),
 ]
 PolicyOption = Annotated[

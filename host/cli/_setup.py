@@ -28,8 +28,10 @@ __all__ = (
     "POLICIES",
     "RuntimeOptions",
     "check_choice",
+    "check_typescript_flags",
     "codemode_config_of",
     "decode_program",
+    "language_of",
     "load_tools",
     "make_registry",
     "mcp_servers",
@@ -51,6 +53,37 @@ def check_choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+#: The languages programs may be written in, and the file names that say TypeScript.
+LANGUAGES = ("python", "typescript")
+_TYPESCRIPT_SUFFIXES = (".ts", ".mts", ".cts")
+
+
+def language_of(lang: str | None, program: str | None = None) -> str:
+    """``--lang``, else what the program file's name says (``.ts``: typescript), else python."""
+    if lang is not None:
+        return check_choice("--lang", lang, LANGUAGES)
+    if program is not None and program.endswith(_TYPESCRIPT_SUFFIXES):
+        return "typescript"
+    return "python"
+
+
+def check_typescript_flags(
+    language: str, *, policy: str = "python", call_style: str = "async", session: bool = False
+) -> None:
+    """A usage error for a flag TypeScript programs cannot have."""
+    if language != "typescript":
+        return
+    if session:
+        raise UsageFailure(
+            "--session is for Python programs: a TypeScript run keeps no state for the next "
+            "(sessions are not available for TypeScript)"
+        )
+    if policy != "python":
+        raise UsageFailure("--policy restricted is for Python programs")
+    if call_style != "async":
+        raise UsageFailure("--call-style sync is for Python programs (TypeScript awaits calls)")
+
+
 @dataclass(frozen=True)
 class RuntimeOptions:
     """How a command makes its runtime: a ``SubprocessRuntime``, or a ``RayRuntime`` (``--ray``)."""
@@ -62,6 +95,8 @@ class RuntimeOptions:
     ray: str | None = None
     cluster: CodeRuntime | None = field(default=None, compare=False, repr=False)
     """The ``RayRuntime`` made (and so checked) when the flags were read."""
+    language: str = "python"
+    """The programs' language: a ``TypeScriptRuntime`` runs TypeScript."""
     hash_seed: int | None = None
     """The children's hash seed (``resume``: the journal's), else one the runtime draws."""
 
@@ -73,11 +108,18 @@ class RuntimeOptions:
         no_cgroups: bool,
         preload: list[str] | tuple[str, ...] = (),
         ray: str | None = None,
+        language: str = "python",
         hash_seed: int | None = None,
     ) -> RuntimeOptions:
         """The options, with ``--isolation`` and ``--preload`` checked, and ``--ray``'s
         runtime made (a missing extra or a bad address is a usage error here)."""
         check_choice("--isolation", isolation, ISOLATIONS)
+        if language == "typescript":
+            if preload:
+                raise UsageFailure("--preload imports Python modules: it is for Python programs")
+            if ray is not None:
+                raise UsageFailure("--ray runs Python programs only (TypeScript runs locally)")
+            return cls(isolation, max_processes, not no_cgroups, language=language)
         for module in preload:
             if not module or not all(part.isidentifier() for part in module.split(".")):
                 raise UsageFailure(f"--preload takes a module name (like numpy), not {module!r}")
@@ -123,7 +165,14 @@ class RuntimeOptions:
         """The runtime (started by ``async with``)."""
         if self.cluster is not None:
             return self.cluster
-        from host.sandbox import SubprocessRuntime
+        from host.sandbox import SubprocessRuntime, TypeScriptRuntime
+
+        if self.language == "typescript":
+            return TypeScriptRuntime(
+                isolation=self.isolation,
+                max_processes=self.max_processes,
+                use_cgroups=self.use_cgroups,
+            )
 
         return SubprocessRuntime(**self.subprocess_options())
 

@@ -72,6 +72,7 @@ __all__ = (
     "INSTRUCTIONS",
     "PERSISTENT_NOTE",
     "SYNC_INSTRUCTIONS",
+    "TYPESCRIPT_INSTRUCTIONS",
     "CodeMode",
     "CodeModeConfig",
     "CodeModeSession",
@@ -101,6 +102,18 @@ declared below (no `await`: each call returns its result; calls from threads run
 together). A failed call raises `ToolCallError` (`.tool`, `.message`, `.code`); catch it to
 recover. Only the logs and the returned value come back to you."""
 
+#: The instructions when programs are TypeScript (a runtime whose ``language`` says so).
+TYPESCRIPT_INSTRUCTIONS = """\
+To call tools, write one TypeScript program and pass it to `run_code` as `code`.
+The program is the body of an async function: top-level `await` works, and `return` gives
+its result: a JSON value (object, array, string, number, boolean, null; an integer past
+2^53 as a bigint); `console.log` for logs. Call tools as `await tools.<name>({ arg: value })`
+with one object of arguments, as declared below (`tools["a-b"]({...})` where a name is not
+an identifier). Independent calls can run together: `await Promise.all([tools.a({...}),
+tools.b({...})])`. A failed call throws `ToolCallError` (`.tool`, `.message`, `.code`); catch
+it to recover. There is no file system, network or `Deno` namespace; only the logs and the
+returned value come back to you."""
+
 #: What the SDK section adds when programs run in a session.
 PERSISTENT_NOTE = (
     "Variables, functions, classes and imports persist from one `run_code` call to the "
@@ -123,12 +136,17 @@ RUN_CODE_DESCRIPTION = (
 )
 
 
-_RUN_CODE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {"code": {"type": "string", "description": "the Python program"}},
-    "required": ["code"],
-    "additionalProperties": False,
-}
+def _run_code_parameters(language: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": f"the {language} program"}},
+        "required": ["code"],
+        "additionalProperties": False,
+    }
+
+
+_RUN_CODE_PARAMETERS = _run_code_parameters("Python")
+_LANGUAGES = {"python": "Python", "typescript": "TypeScript"}
 
 
 class CodeModeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -218,12 +236,14 @@ class CodeMode:
         self.keep_output = keep_output
         """Keeps the whole text of a run the model reads cut, and says where (a path, a
         URI: the line standing for what was left out names it); None keeps nothing."""
+        self.language = str(getattr(runtime, "language", "python"))
+        """The programs' language, the runtime's: "python" or "typescript"."""
         self._views: dict[tuple[int, ...], _ToolView] = {}
         self._ids = itertools.count(1)
         self.definition = define_tool(
             name=RUN_CODE,
-            description=RUN_CODE_DESCRIPTION,
-            parameters=_RUN_CODE_PARAMETERS,
+            description=self._description,
+            parameters=self._parameters,
             execute=self._execute,
             output={
                 "schema": {
@@ -273,10 +293,26 @@ class CodeMode:
             del self._views[next(iter(self._views))]
         return view
 
+    @property
+    def _description(self) -> str:
+        name = _LANGUAGES.get(self.language, self.language)
+        return RUN_CODE_DESCRIPTION.replace("Python", name)
+
+    @property
+    def _parameters(self) -> dict[str, Any]:
+        return _run_code_parameters(_LANGUAGES.get(self.language, self.language))
+
     def sdk(self, scope: Scope | None = None, *, persistent: bool = False) -> SdkSection:
-        """The SDK section for ``scope``'s visible tools: deterministic, byte-identical.
-        ``persistent``: programs run in a session (their variables persist), and it says so."""
+        """The SDK section for ``scope``'s visible tools, in the runtime's language:
+        deterministic, byte-identical. ``persistent``: programs run in a session (their
+        variables persist), and it says so."""
         view = self._view(scope)
+        if self.language == "typescript":
+            instructions = TYPESCRIPT_INSTRUCTIONS + ("\n" + PERSISTENT_NOTE if persistent else "")
+            declarations = sdkgen.typescript_sdk(view.manifest)
+            text = instructions + "\n\n```typescript\n" + declarations + "```\n"
+            names = {name: name for name in view.names.values()}
+            return SdkSection(text=text, sha256=sdkgen.sdk_hash(text), names=names)
         style = self.config.call_style
         instructions = SYNC_INSTRUCTIONS if style == "sync" else INSTRUCTIONS
         if persistent:
@@ -322,10 +358,10 @@ class CodeMode:
             schemas.append(
                 ToolSchema(
                     name=RUN_CODE,
-                    description=RUN_CODE_DESCRIPTION
+                    description=self._description
                     + "\n\n"
                     + self.sdk(scope, persistent=persistent).text,
-                    parameters=_RUN_CODE_PARAMETERS,
+                    parameters=self._parameters,
                 )
             )
         if format == "openai":
@@ -462,9 +498,13 @@ class CodeMode:
     def _preflight(self, code: str, scope: Scope | None) -> RunResult | None:
         from runtime import RunError
 
-        diagnostics = sdkgen.check_program(
-            code, self._view(scope).manifest, call_style=self.config.call_style
-        )
+        manifest = self._view(scope).manifest
+        if self.language == "typescript":
+            from host.sandbox import deno_binary
+
+            diagnostics = sdkgen.check_typescript(code, manifest, deno=deno_binary())
+        else:
+            diagnostics = sdkgen.check_program(code, manifest, call_style=self.config.call_style)
         errors = [d for d in diagnostics if d.severity == "error"]
         if not errors:
             return None
@@ -540,6 +580,8 @@ class CodeMode:
 
             return binding
 
+        if self.language == "typescript":  # the TypeScript SDK keeps the tools' own names
+            return {f"tools.{original}": make(original) for original in names.values()}
         return {f"tools.{escaped}": make(original) for escaped, original in names.items()}
 
     async def _dispatch(

@@ -149,6 +149,9 @@ def render_run(
     return answer
 
 
+_LANGUAGE_NAMES = {"python": "Python", "typescript": "TypeScript"}
+
+
 def _tool_entry(codemode: CodeMode, name: str, scope: Scope | None) -> dict[str, Any] | None:
     manifest = codemode.registry.manifest(scope)
     by_name = {entry["name"]: entry for entry in manifest}
@@ -197,7 +200,9 @@ def _tools(
             name=RUN_CODE,
             description=description,
             input_schema=parameters,
-            annotations=ToolAnnotations(title="Run a Python program that calls tools"),
+            annotations=ToolAnnotations(
+                title=f"Run a {_LANGUAGE_NAMES.get(codemode.language, 'Python')} program that calls tools"
+            ),
         ),
         Tool(
             name=GET_TOOL_SCHEMA,

@@ -84,8 +84,10 @@ class ClientSessions:
 
     @staticmethod
     def supported(codemode: CodeMode) -> bool:
-        """Whether the code mode's runtime offers sessions (a ``RayRuntime`` does not)."""
-        return callable(getattr(codemode.runtime, "session", None))
+        """Whether the code mode's runtime offers sessions (a ``RayRuntime`` and TypeScript
+        runtimes do not)."""
+        runtime = codemode.runtime
+        return callable(getattr(runtime, "session", None)) and codemode.language == "python"
 
     def __len__(self) -> int:
         return len(self._entries)

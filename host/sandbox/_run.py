@@ -330,12 +330,16 @@ class Run(Intake):
         # The child's set-up (a spare taken early may still be at it) is not the program's
         # CPU: billing starts here, before the program can run.
         self._cpu_base = self._tree_cpu_ns()
+        self._before_start(start)
         self.watchdog.billing(self.guard)  # the backstop of the template's watch
         cgroup = self.slot.cgroup
         self.slot.template.watch(
             pid, self.guard.deadline, self.guard.budget_ns, cgroup.watch_fds() if cgroup else []
         )
         await self._send(encode_frame(start))
+
+    def _before_start(self, start: Start) -> None:
+        """The last step before the program goes out (a child of another engine sets limits)."""
 
     async def _wait_ready(self) -> bool:
         """Until the child says it is set up (a spare usually has: its frame is waiting);

@@ -19,7 +19,7 @@ from host.sandbox._cgroup import CgroupSet, RunCgroup
 from host.sandbox._options import RunOptions, SessionState, default_workdir_root
 from host.sandbox._run import Run
 from host.sandbox._session import MAX_STATE_BYTES, Session
-from host.sandbox._slot import ChildSlot
+from host.sandbox._slot import ChildSlot, Engine
 from host.sandbox._template import TemplateProcess
 from host.sandbox._uids import DEFAULT_UIDS, UidPool
 from host.sandbox._watchdog import Watchdog
@@ -156,6 +156,8 @@ class SubprocessRuntime:
         self._why_not_cgroups = "" if use_cgroups else "use_cgroups=False"
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
+        #: What spares become once contained (None: they stay Python; see ``_engine``).
+        self._spare_engine: Engine | None = None
         self._compiled: dict[tuple[str, str], bytes] = {}
         #: The last run's heap cap: a spare's cgroup is capped so ahead of time.
         self._heap_bytes = Limits().max_heap_mb * 1024 * 1024
@@ -309,7 +311,7 @@ class SubprocessRuntime:
         its child sent (None outside a session, or when the run failed)."""
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
-        check_request(request)
+        self._check_request(request)
         hash_seed = self._hash_seed if resume is None else resume.seeds.hash
         ledger = CallLedger(
             request, hash_seed=hash_seed, resume=resume, decisions=decisions, state=state
@@ -378,8 +380,8 @@ class SubprocessRuntime:
             if self._closed:
                 return self._failed_before_start(closed), None
             self._heap_bytes = request.limits.max_heap_mb * 1024 * 1024
-            slot = await self._take_slot(template)
-            run = Run(request, code, slot, self._options, self._watchdog, session, ledger)
+            slot = await self._take_slot(template, self._engine(request))
+            run = self._make_run(request, code, slot, session, ledger)
             self._runs.add(run)
             result = await run.execute()
             return result, run.state
@@ -392,6 +394,24 @@ class SubprocessRuntime:
                 self._background.spawn(
                     lambda: self._release(run, limiter, ticket), what="releasing a run's resources"
                 )
+
+    def _check_request(self, request: RunRequest) -> None:
+        """Raise ``RuntimeUsageError`` for what the caller got wrong."""
+        check_request(request)
+
+    def _engine(self, request: RunRequest) -> Engine | None:
+        """What a run's child becomes once contained; None: it runs Python itself."""
+        return None
+
+    def _make_run(
+        self,
+        request: RunRequest,
+        code: bytes,
+        slot: ChildSlot,
+        session: SessionState | None,
+        ledger: CallLedger,
+    ) -> Run:
+        return Run(request, code, slot, self._options, self._watchdog, session, ledger)
 
     async def _release(self, run: Run, limiter: anyio.CapacityLimiter, ticket: object) -> None:
         """After a run: its processes gone, its resources freed, its slot given back."""
@@ -522,15 +542,17 @@ class SubprocessRuntime:
         if removed:
             _log.info("dsh-code: removed %d run directories left by dead runtimes", removed)
 
-    async def _take_slot(self, template: TemplateProcess) -> ChildSlot:
+    async def _take_slot(self, template: TemplateProcess, engine: Engine | None) -> ChildSlot:
         """A spare child if one is ready, else a fresh fork; either way the next spare is
-        asked for now, so it sets up while this run runs."""
+        asked for now, so it sets up while this run runs. A spare becomes ``engine``, and
+        the next spares become what this run asked for."""
         if template is not self._template:  # a seeded one: no spares
-            return await self._fork(template, spare=False)
+            return await self._fork(template, spare=False, engine=engine)
         slot = None
+        self._spare_engine = engine
         while self._spares and slot is None:
             spare = self._spares.pop(0)
-            if spare.template is template and not spare.stale():
+            if spare.template is template and spare.engine == engine and not spare.stale():
                 slot = spare
             else:
                 spare.discard()
@@ -540,14 +562,16 @@ class SubprocessRuntime:
                     what="removing a stale spare's files",
                 )
         if slot is None:
-            slot = await self._fork(template, spare=False)
+            slot = await self._fork(template, spare=False, engine=engine)
         if len(self._spares) < self._prefork and not self._replenishing:
             # off the caller's path: making a spare's cgroup and directory takes a while
             self._replenishing = True
             self._background.spawn(self._replenish, what="forking a spare child")
         return slot
 
-    async def _fork(self, template: TemplateProcess, *, spare: bool) -> ChildSlot:
+    async def _fork(
+        self, template: TemplateProcess, *, spare: bool, engine: Engine | None = None
+    ) -> ChildSlot:
         """A new child slot, in fresh cgroups when we have them. A ``spare`` warms up while
         it waits; a child forked for a run now goes straight to it."""
         cgroup, workdir, uid = await self._room()
@@ -562,6 +586,7 @@ class SubprocessRuntime:
                 uid=uid,
                 own_uid=self._uids is not None,
                 max_processes=self._max_processes,
+                engine=engine,
             )
         except BaseException:
             if cgroup is not None and self._cgroups is not None:
@@ -653,7 +678,8 @@ class SubprocessRuntime:
                 return
             while len(self._spares) < self._prefork and not self._closed:
                 try:
-                    self._spares.append(await self._fork(template, spare=True))
+                    engine = self._spare_engine
+                    self._spares.append(await self._fork(template, spare=True, engine=engine))
                 except OSError as exc:
                     _log.warning("dsh-code: cannot fork a spare child: %s", exc)
                     return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import dataclass
 
 from host.sandbox._cgroup import RunCgroup
 from host.sandbox._fdio import close_fd, read_some
@@ -11,10 +12,19 @@ from host.sandbox._template import TemplateProcess
 from host.sandbox._workdir import remove_tree
 from runtime.lowlevel import BUDGET_KINDS, Prepare, ProcStat, encode_frame, kill_tree
 
-__all__ = ("ChildSlot",)
+__all__ = ("ChildSlot", "Engine")
 
 _INT = struct.Struct("!i")
 _RECORD = 5  # b"P", b"X" or b"B", then a 4-byte int
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What a child becomes once contained: a command (on the run's pipes, fds 0 and 1), and
+    the data rlimit it starts under (0: none)."""
+
+    argv: tuple[str, ...]
+    data_bytes: int = 0
 
 
 class ChildSlot:
@@ -32,6 +42,7 @@ class ChildSlot:
         cgroup: RunCgroup | None = None,
         uid: int | None = None,
         own_uid: bool = False,
+        engine: Engine | None = None,
     ) -> None:
         self.template = template
         self.fds = fds
@@ -42,6 +53,8 @@ class ChildSlot:
         """The uid the child runs as (None: the template's)."""
         self.own_uid = own_uid
         """``uid`` is this run's alone: every process of that uid is the run's."""
+        self.engine = engine
+        """What the child becomes once contained (None: it stays Python)."""
         self.pid: int | None = None
         self.exit_status: int | None = None
         self.budget: str | None = None
@@ -62,12 +75,13 @@ class ChildSlot:
         uid: int | None = None,
         own_uid: bool = False,
         max_processes: int = 0,
+        engine: Engine | None = None,
     ) -> ChildSlot:
         """Make the run's pipes and ask the template to fork a child on them, in ``workdir``
         (made by the caller, off the event loop; removed here on failure); does not wait.
         The child joins ``cgroup`` first, runs as ``uid`` (``own_uid``: no other run has it),
-        and runs a throwaway program if ``warm_up`` (a spare, with time on its hands).
-        Raises OSError."""
+        and runs a throwaway program if ``warm_up`` (a spare, with time on its hands); it
+        becomes ``engine`` once contained, if given. Raises OSError."""
         opened: list[int] = []  # every fd made here, closed on any failure
         try:
             for _ in range(5):
@@ -99,6 +113,8 @@ class ChildSlot:
             linger=cgroup is None,
             warm_up=warm_up,
             max_processes=max_processes if own_uid else 0,
+            exec_argv=list(engine.argv) if engine is not None else [],
+            exec_data_bytes=engine.data_bytes if engine is not None else 0,
         )
         try:
             os.write(ctl_in_w, encode_frame(prepare))
@@ -111,7 +127,7 @@ class ChildSlot:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds, workdir, cgroup, uid, own_uid)
+        return cls(template, fds, workdir, cgroup, uid, own_uid, engine)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from host.sandbox import SubprocessRuntime
+from host.sandbox import SubprocessRuntime, TypeScriptRuntime
 from host.sandbox._cgroup import CgroupSet, parse_hierarchies, runtime_prefix
 from host.sandbox._options import default_workdir_root
 from tests.conftest import ALL_BACKENDS
@@ -153,10 +153,12 @@ def isolation(request: pytest.FixtureRequest) -> str:
 
 
 @contextlib.asynccontextmanager
-async def checked_runtime(workdir_root: str, **options: Any) -> AsyncIterator[SubprocessRuntime]:
-    """A fresh runtime; after it closes, nothing it started may be left (processes, dirs,
-    cgroups, fds)."""
-    runtime = SubprocessRuntime(workdir_root=workdir_root, **options)
+async def checked_runtime(
+    workdir_root: str, kind: type[SubprocessRuntime] = SubprocessRuntime, **options: Any
+) -> AsyncIterator[SubprocessRuntime]:
+    """A fresh runtime (``kind``); after it closes, nothing it started may be left (processes,
+    dirs, cgroups, fds)."""
+    runtime = kind(workdir_root=workdir_root, **options)
     fds_before = open_fds()
     async with runtime:
         yield runtime
@@ -170,4 +172,12 @@ async def checked_runtime(workdir_root: str, **options: Any) -> AsyncIterator[Su
 async def rt(workdir_root: str, isolation: str) -> AsyncIterator[SubprocessRuntime]:
     """A fresh runtime; after the test, nothing it started may be left (processes, dirs, fds)."""
     async with checked_runtime(workdir_root, isolation=isolation) as runtime:
+        yield runtime
+
+
+@pytest.fixture
+async def ts(workdir_root: str, isolation: str) -> AsyncIterator[TypeScriptRuntime]:
+    """A fresh TypeScript runtime, with the same leak check as ``rt``."""
+    async with checked_runtime(workdir_root, TypeScriptRuntime, isolation=isolation) as runtime:
+        assert isinstance(runtime, TypeScriptRuntime)
         yield runtime
