@@ -38,6 +38,7 @@ from host.cluster._wire import (
     encode,
     encode_request,
 )
+from host.telemetry import trace_carrier
 from runtime import (
     CallInfo,
     RunError,
@@ -114,7 +115,9 @@ class ClusterRun:
 
     async def execute(self) -> RunResult | NotStarted:
         """Run to the end; a ``RunResult`` whatever happened, or ``NotStarted``."""
-        submission = encode_request(self.request, progress=self.request.on_progress is not None)
+        submission = encode_request(
+            self.request, progress=self.request.on_progress is not None, trace=trace_carrier()
+        )
         self._soon = soon_caller()
         try:
             self._pending = self.backend.start(self.node.actor, self.run_id, submission)

@@ -16,6 +16,7 @@ from host.cluster._pool import Node, NodePool
 from host.cluster._ray import RayBackend, wait_future
 from host.cluster._run import ClusterRun, NotStarted
 from host.cluster._stats import ClusterRunStats
+from host.telemetry import trace_run
 from runtime import RunError, RunRequest, RunResult, RuntimeClosedError
 from runtime.lowlevel import check_request, json_problem
 
@@ -155,6 +156,12 @@ class RayRuntime:
         if self._closed:
             raise RuntimeClosedError("this RayRuntime is closed; create a new one")
         check_request(request)
+        with trace_run(self, request) as traced:
+            result = await self._run_checked(traced.request)
+            traced.end(result)
+        return result
+
+    async def _run_checked(self, request: RunRequest) -> RunResult:
         if not self._connected:
             await self._connect()
         if request.abort is not None and request.abort.is_set():

@@ -53,6 +53,8 @@ class Submission(msgspec.Struct, frozen=True, kw_only=True):
     bindings: list[str]
     progress: bool = False
     """Whether the caller wants ``Progress`` events (it has an ``on_progress``)."""
+    trace: dict[str, str] = msgspec.field(default_factory=dict)
+    """The caller's trace context (W3C ``traceparent``/``tracestate``): the node's spans join it."""
 
 
 class NodeInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,10 +174,20 @@ _FORWARDED = frozenset(forwarded_fields())
 _TYPES: dict[str, Any] | None = None
 
 
-def encode_request(request: RunRequest, *, progress: bool) -> bytes:
-    """The ``Submission`` of ``request``: each field that is not the caller's, generically."""
+def encode_request(
+    request: RunRequest, *, progress: bool, trace: Mapping[str, str] | None = None
+) -> bytes:
+    """The ``Submission`` of ``request``: each field that is not the caller's, generically,
+    and the caller's ``trace`` context."""
     fields = {name: getattr(request, name) for name in forwarded_fields()}
-    return encode(Submission(fields=fields, bindings=sorted(request.bindings), progress=progress))
+    return encode(
+        Submission(
+            fields=fields,
+            bindings=sorted(request.bindings),
+            progress=progress,
+            trace=dict(trace or {}),
+        )
+    )
 
 
 def decode_request(
@@ -185,10 +197,12 @@ def decode_request(
     on_log: Callable[[str], None],
     abort: AbortSignalLike,
     on_progress: Callable[[RunStats], None],
+    trace: dict[str, str] | None = None,
 ) -> RunRequest:
     """The ``RunRequest`` a node runs: the forwarded fields plus local stand-ins for the
-    caller's callables (``binding(name)`` makes one per binding). Raises
-    ``RuntimeUsageError`` for a field this version does not know or a bad value."""
+    caller's callables (``binding(name)`` makes one per binding); ``trace``, if given, gets
+    the caller's trace context. Raises ``RuntimeUsageError`` for a field this version does
+    not know or a bad value."""
     global _TYPES
     if _TYPES is None:
         _TYPES = _field_types()
@@ -207,6 +221,8 @@ def decode_request(
             fields[name] = msgspec.convert(value, kind)
         except (msgspec.ValidationError, ValueError) as exc:
             raise RuntimeUsageError(f"RunRequest field {name!r}: {exc}") from exc
+    if trace is not None:
+        trace.update(submission.trace)
     bindings: Mapping[str, Binding] = {name: binding(name) for name in submission.bindings}
     return RunRequest(
         **fields,

@@ -20,6 +20,7 @@ from host.sandbox._slot import ChildSlot
 from host.sandbox._template import TemplateProcess
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import sweep_stale
+from host.telemetry import trace_run
 from runtime import (
     RunError,
     RunRequest,
@@ -229,6 +230,14 @@ class SubprocessRuntime:
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         check_request(request)
+        with trace_run(self, request, session=state is not None) as traced:
+            result, frame = await self._run_checked(traced.request, state, max_state_bytes)
+            traced.end(result)
+        return result, frame
+
+    async def _run_checked(
+        self, request: RunRequest, state: bytes | None, max_state_bytes: int
+    ) -> tuple[RunResult, Any]:
         try:
             code = await self._compile(request.program, request.policy)
         except ProgramRejected as exc:

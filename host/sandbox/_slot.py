@@ -30,8 +30,12 @@ class ChildSlot:
         fds: dict[str, int],
         workdir: str,
         cgroup: RunCgroup | None = None,
+        *,
+        spare: bool = False,
     ) -> None:
         self.template = template
+        self.spare = spare
+        """Forked ahead of time (to wait for a run), not for the run that took it."""
         self.fds = fds
         self.workdir = workdir
         self.cgroup = cgroup
@@ -91,7 +95,7 @@ class ChildSlot:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds, workdir, cgroup)
+        return cls(template, fds, workdir, cgroup, spare=warm_up)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data

@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import anyio
 
+from host.telemetry import note_asked
+
 from ._call import Allow, Ask, Decision, Deny, NextFn, PostDecision, ToolCall, ToolResultEvent
 from ._definition import ToolDefinition, ToolRunContext, default_render
 from ._exceptions import ToolError
@@ -173,6 +175,8 @@ class Invocation:
                     )
                 elif await _maybe_await(handler(self.call, decision)) is not True:
                     decision = Deny(f"not approved: {decision.prompt}")
+                else:
+                    note_asked(self.call.call_id)  # its span says it was allowed once asked
         except Exception as exc:
             decision = Deny(f"pre-execute policy failed: {_error_text(exc)}")
         if isinstance(decision, Deny):
