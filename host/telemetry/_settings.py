@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -42,8 +43,9 @@ _METER_ENV = "OTEL_PYTHON_METER_PROVIDER"
 class TelemetrySettings:
     """Opt-ins and providers for dsh-code's spans and metrics (``configure`` sets them)."""
 
-    capture: frozenset[str] = frozenset()
-    """Opt-ins from ``CAPTURE_FIELDS``; nothing that may hold secrets is recorded by default."""
+    capture: Collection[str] = frozenset()
+    """Opt-ins from ``CAPTURE_FIELDS`` (kept as a frozenset); nothing that may hold secrets is
+    recorded by default."""
     max_captured_chars: int = 4096
     """The most characters of each captured text (longer ones are cut, and say so)."""
     tracer_provider: TracerProvider | None = field(default=None, repr=False)
