@@ -35,6 +35,7 @@ from host.cli._options import (
     SessionOption,
     WallMsOption,
 )
+from host.cli._otel import OtelCaptureOption, OtelOption, exporting, otel_plan
 from host.cli._output import (
     is_terminal,
     report_usage,
@@ -154,6 +155,8 @@ def run(
     ray: RayOption = None,
     session_file: SessionOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    otel: OtelOption = False,
+    otel_capture: OtelCaptureOption = [],  # noqa: B006
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     from host.cli._run import (
@@ -175,6 +178,7 @@ def run(
         raise UsageFailure("--session needs a local runtime: a --ray cluster keeps no sessions")
     state = load_state(session_file, max_state_bytes)  # None without --session
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    telemetry = otel_plan(otel, otel_capture)
     stopper = current_stopper()
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
@@ -217,7 +221,7 @@ def run(
     stopper.on_hard_exit = lambda signum: emit(aborted_json(outcome.logs, signum))
     failure: UsageFailure | None = None
     try:
-        with stdout_to_stderr(), stopper.event_loop():
+        with stdout_to_stderr(), exporting(telemetry), stopper.event_loop():
             anyio.run(execute, plan, stopper, outcome)
     except BaseException as exc:
         failure = unwrap_usage(exc)
@@ -435,6 +439,8 @@ def mcp_command(
     preload: PreloadOption = [],  # noqa: B006
     ray: RayOption = None,
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
+    otel: OtelOption = False,
+    otel_capture: OtelCaptureOption = [],  # noqa: B006
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
@@ -452,6 +458,7 @@ def mcp_command(
     except McpUnavailableError as exc:
         raise UsageFailure(str(exc)) from None
     runtime_options = RuntimeOptions.checked(isolation, max_processes, no_cgroups, preload, ray)
+    telemetry = otel_plan(otel, otel_capture)
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = codemode_config_of(
@@ -478,7 +485,7 @@ def mcp_command(
     )
     stopper = current_stopper()
     try:
-        with stdout_to_stderr(), stopper.event_loop():
+        with stdout_to_stderr(), exporting(telemetry), stopper.event_loop():
             anyio.run(serve_mcp, plan, stopper)
     except BaseException as exc:
         failure = unwrap_usage(exc)

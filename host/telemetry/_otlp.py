@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 
 __all__ = ("TelemetrySetupError", "environment_context", "otlp_requested", "setup_otlp")
 
+#: The longest a shutdown waits for the last spans and metrics to be sent.
+FLUSH_S = 5.0
 INSTALL_HINT = "OTLP export needs the otel extra: pip install 'dsh-code[otel]'"
 _ENDPOINTS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -48,8 +51,8 @@ def setup_otlp(
     *, service_name: str = "dsh-code", environ: Mapping[str, str] = os.environ
 ) -> Callable[[], None]:
     """Make the global tracer and meter providers export over OTLP/HTTP; returns the
-    shutdown that flushes what is left (call it before the process exits). Raises
-    ``TelemetrySetupError``."""
+    shutdown that flushes what is left (call it before the process exits; it waits at most
+    ``FLUSH_S`` seconds). Raises ``TelemetrySetupError``."""
     for name in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"):
         protocol = environ.get(name, "").strip()
         if protocol and protocol != "http/protobuf":
@@ -72,19 +75,28 @@ def setup_otlp(
         for item in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",")
     )
     resource = Resource.create({} if named else {SERVICE_NAME: service_name})
-    tracer_provider = TracerProvider(resource=resource)
+    # Shut down by the caller, within a bound (not at exit: an unreachable collector would
+    # hold the process for the exporters' retries, ~13 s).
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     if "none" not in _names(environ.get("OTEL_TRACES_EXPORTER")):
         tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     readers = []
     if "none" not in _names(environ.get("OTEL_METRICS_EXPORTER")):
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=readers, shutdown_on_exit=False
+    )
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)
 
-    def shutdown() -> None:
+    def flush() -> None:
         tracer_provider.shutdown()
         meter_provider.shutdown()
+
+    def shutdown() -> None:
+        worker = threading.Thread(target=flush, name="dsh-code otlp flush", daemon=True)
+        worker.start()
+        worker.join(FLUSH_S)
 
     return shutdown
 
