@@ -19,6 +19,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, ToolsetTool, 
 from typing_extensions import TypedDict
 
 from host.adapters._steps import make_limits
+from host.telemetry import name_tool_call
 
 if TYPE_CHECKING:
     from host.sandbox import Session
@@ -195,6 +196,7 @@ class DshCodeToolset(WrapperToolset[Any]):
         stop: anyio.Event,
     ) -> Any:
         async def call(args: Any) -> Any:
+            name_tool_call(tool)  # the runtime's span knows the binding, not the tool
             kwargs = args if isinstance(args, dict) else {}
             key = (tool, _key(kwargs))
             allowed = key in approved

@@ -197,3 +197,29 @@ def test_each_agent_run_has_its_own_variables(before: set[int]) -> None:
     programs.append("return 'x' in globals()")
     second = _run(agent, "two")
     assert json.loads(second.output) == [{"logs": [], "result": False}]
+
+
+def test_an_instrumented_agent_is_one_trace_with_our_spans_under_its_run_code_span(
+    before: set[int],
+) -> None:
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    from tests.host.telemetry.support import Recorded
+
+    with Recorded() as recorded:
+        instrument = InstrumentationSettings(tracer_provider=recorded.tracer_provider)
+        model = _scripted(["return await tools.add(a=2, b=3)"], [])
+        agent = Agent(model, toolsets=[DshCodeToolset(_toolset())])
+        agent.instrument = instrument
+        assert json.loads(_run(agent, "compute").output) == [{"logs": [], "result": 5}]
+        spans = recorded.spans()
+        run = recorded.run()
+        (ours,) = recorded.children(run)
+    assert len({s.context.trace_id for s in spans if s.context is not None}) == 1
+    (framework,) = [s for s in spans if s.name == "execute_tool run_code"]
+    assert framework.context is not None and run.parent is not None
+    assert run.parent.span_id == framework.context.span_id
+    assert ours.name == "execute_tool add"
+    assert dict(ours.attributes or {})["gen_ai.tool.call.id"] == (
+        f"{dict(run.attributes or {})['dsh_code.run.id']}:1"
+    )
