@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python -m benchmarks [--quick] [--out DIR] [--only SECTION,...]``.
 Sections: startup, calls, compute, budgets, preload, sessions, load, heap, output, flood,
-scale (all by default, in that order). ``--quick``
+scale, tracing (all by default, in that order). ``--quick``
 is a small version (under about a minute); the full run takes several minutes.
 """
 
@@ -31,6 +31,7 @@ from benchmarks import (
     _scale,
     _sessions,
     _startup,
+    _tracing,
 )
 from benchmarks._common import Config, Section, load_average, machine_info
 from benchmarks._peers import monty_version
@@ -49,6 +50,7 @@ SECTIONS: dict[str, Callable[[Config], Awaitable[Section]]] = {
     "output": _output.run,
     "flood": _flood.run,
     "scale": _scale.run,
+    "tracing": _tracing.run,
 }
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -106,7 +108,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="dsh-code benchmark harness: start-up, binding calls, compute, budgets, "
-        "preload, sessions, load, heap cap, output cap, floods, scale; pydantic-monty side by side "
+        "preload, sessions, load, heap cap, output cap, floods, scale, tracing; pydantic-monty side by side "
         "where installed.",
     )
     parser.add_argument("--quick", action="store_true", help="a small version (< ~1 minute)")

@@ -39,6 +39,7 @@ ALL_SECTIONS = (
     "output",
     "flood",
     "scale",
+    "tracing",
 )
 
 
