@@ -44,9 +44,7 @@ def _table(after: str) -> dict[str, str]:
 
 def _constants() -> set[str]:
     prefixes = ("ATTR_", "EVENT_", "METRIC_")
-    found = {
-        getattr(host.telemetry, n) for n in host.telemetry.__all__ if n.startswith(prefixes)
-    }
+    found = {getattr(host.telemetry, n) for n in host.telemetry.__all__ if n.startswith(prefixes)}
     return found | {host.telemetry.RUN_SPAN}
 
 
