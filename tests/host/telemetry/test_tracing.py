@@ -359,3 +359,31 @@ async def test_output_bytes_count_the_logs_and_the_result(
     await runtime.run(RunRequest(program="print('héllo')\nprint('x')\nreturn [1, 2]"))
     # "héllo\n" is 7 bytes, "x\n" 2, "[1,2]" 5
     assert _attrs(recorded.run())[ATTR_RUN_OUTPUT_BYTES] == 14
+
+
+async def test_what_the_child_forges_is_never_a_span_and_its_text_is_bounded(
+    recorded: Recorded, runtime: SubprocessRuntime
+) -> None:
+    from tests.host.sandbox.hostile import bridge_helpers
+
+    async def echo(args: Any) -> Any:
+        return args
+
+    names = ["tools.echo ", "tools", "x" * 100_000]
+    program = bridge_helpers() + (
+        f"for i, name in enumerate({names!r}):\n"
+        "    send({'type': 'Call', 'id': 10_000 + i, 'name': name, 'args': {}})\n"
+        "import asyncio\nawait asyncio.sleep(0.2)\n"
+        "send({'type': 'Failed', 'kind': 'exception', 'message': 'm', "
+        "'exception_type': 'E' * 100_000})\n"
+        "import time\ntime.sleep(5)\n"
+    )
+    result = await runtime.run(
+        RunRequest(program=program, bindings={"tools.echo": echo}, limits=Limits(max_wall_ms=4_000))
+    )
+    assert result.error is not None and result.error.kind == "exception"
+    run = recorded.run()
+    assert recorded.children(run) == []  # names that are no binding: answered, never traced
+    assert _attrs(run)[ATTR_RUN_CALLS] == len(names)
+    assert _attrs(run)[ATTR_RUN_EXCEPTION_TYPE] == "E" * 200 + "... [cut: 100000 characters]"
+    assert len(run.status.description or "") < 300
