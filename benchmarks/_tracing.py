@@ -86,7 +86,9 @@ def sdk_settings() -> TelemetrySettings | None:
             return None
 
     tracer_provider = TracerProvider(shutdown_on_exit=False)
-    tracer_provider.add_span_processor(BatchSpanProcessor(DropSpans()))
+    # a queue the in-process loops cannot fill: the SDK's drop path (a log line per span
+    # dropped) would be what they measured
+    tracer_provider.add_span_processor(BatchSpanProcessor(DropSpans(), max_queue_size=1 << 16))
     reader = PeriodicExportingMetricReader(DropMetrics(), export_interval_millis=60_000)
     meter_provider = MeterProvider(metric_readers=[reader], shutdown_on_exit=False)
     return TelemetrySettings(tracer_provider=tracer_provider, meter_provider=meter_provider)
