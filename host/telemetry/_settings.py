@@ -8,6 +8,7 @@ off at the cost of a dictionary look-up.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -70,9 +71,11 @@ class TelemetrySettings:
 
 
 _settings = TelemetrySettings()
-#: (provider, tracer or None) of the last look: a provider is asked for its tracer once.
-_tracer_cache: tuple[Any, Tracer | None] = (None, None)
-_meter_cache: tuple[Any, Any] = (None, None)
+#: Each provider's tracer (None: tracing off) and instruments: a provider is asked once.
+_tracers: dict[Any, Tracer | None] = {}
+_meters: dict[Any, Any] = {}
+#: Providers remembered at most (a program switching providers keeps the latest few).
+_KEPT = 8
 
 
 def configure(settings: TelemetrySettings) -> TelemetrySettings:
@@ -89,7 +92,9 @@ def current_settings() -> TelemetrySettings:
     return _settings
 
 
+@functools.cache
 def _version() -> str:
+    """dsh-code's version (looked up once: reading the installed metadata takes ~2 ms)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -105,7 +110,6 @@ def _api_only(provider: object, package: str) -> bool:
 
 def tracer() -> Tracer | None:
     """The tracer for our spans; None while tracing is off (no provider anywhere)."""
-    global _tracer_cache
     provider: Any = _settings.tracer_provider
     if provider is None:
         api: Any = sys.modules.get("opentelemetry.trace")
@@ -114,9 +118,10 @@ def tracer() -> Tracer | None:
                 return None
             api = importlib.import_module("opentelemetry.trace")
         provider = api.get_tracer_provider()
-    cached_provider, cached = _tracer_cache
-    if provider is cached_provider:
-        return cached
+    try:
+        return _tracers[provider]
+    except KeyError:
+        pass
     found: Tracer | None = None
     if not _api_only(provider, "opentelemetry.trace"):
         from opentelemetry.trace import NoOpTracer
@@ -124,13 +129,12 @@ def tracer() -> Tracer | None:
         found = provider.get_tracer(SCOPE, _version())
         if isinstance(found, NoOpTracer):  # an SDK switched off (OTEL_SDK_DISABLED)
             found = None
-    _tracer_cache = (provider, found)
+    _remember(_tracers, provider, found)
     return found
 
 
 def meter() -> Any:
     """Our instruments (``_metrics.Instruments``); None while metrics are off."""
-    global _meter_cache
     provider: Any = _settings.meter_provider
     if provider is None:
         api: Any = sys.modules.get("opentelemetry.metrics")
@@ -139,9 +143,10 @@ def meter() -> Any:
                 return None
             api = importlib.import_module("opentelemetry.metrics")
         provider = api.get_meter_provider()
-    cached_provider, cached = _meter_cache
-    if provider is cached_provider:
-        return cached
+    try:
+        return _meters[provider]
+    except KeyError:
+        pass
     found = None
     if not _api_only(provider, "opentelemetry.metrics"):
         from opentelemetry.metrics import NoOpMeter
@@ -151,5 +156,11 @@ def meter() -> Any:
         made = provider.get_meter(SCOPE, _version())
         if not isinstance(made, NoOpMeter):  # an SDK switched off (OTEL_SDK_DISABLED)
             found = Instruments(made)
-    _meter_cache = (provider, found)
+    _remember(_meters, provider, found)
     return found
+
+
+def _remember(cache: dict[Any, Any], provider: Any, value: Any) -> None:
+    if len(cache) >= _KEPT:
+        del cache[next(iter(cache))]  # the oldest
+    cache[provider] = value
