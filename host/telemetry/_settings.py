@@ -12,6 +12,7 @@ import functools
 import importlib
 import os
 import sys
+import threading
 import typing
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ _tracers: dict[Any, Tracer | None] = {}
 _meters: dict[Any, Any] = {}
 #: Providers remembered at most (a program switching providers keeps the latest few).
 _KEPT = 8
+_remembering = threading.Lock()
 
 
 def configure(settings: TelemetrySettings) -> TelemetrySettings:
@@ -161,6 +163,7 @@ def meter() -> Any:
 
 
 def _remember(cache: dict[Any, Any], provider: Any, value: Any) -> None:
-    if len(cache) >= _KEPT:
-        del cache[next(iter(cache))]  # the oldest
-    cache[provider] = value
+    with _remembering:  # runs on several threads' loops may look a provider up at once
+        if len(cache) >= _KEPT:
+            del cache[next(iter(cache))]  # the oldest
+        cache[provider] = value
