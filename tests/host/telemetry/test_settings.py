@@ -64,3 +64,19 @@ def test_an_api_only_or_disabled_provider_is_off_and_a_real_one_is_on(
         assert tracer() is None and meter() is None
     finally:
         configure(previous)
+
+
+def test_switching_providers_asks_each_one_once() -> None:
+    # asking a provider costs its metadata look-up (~2 ms): a process alternating two (a
+    # benchmark, a test) must not pay it at each switch
+    first, second = TracerProvider(), TracerProvider()
+    previous = current_settings()
+    try:
+        configure(TelemetrySettings(tracer_provider=first))
+        found = tracer()
+        configure(TelemetrySettings(tracer_provider=second))
+        assert tracer() is not found
+        configure(TelemetrySettings(tracer_provider=first))
+        assert tracer() is found
+    finally:
+        configure(previous)
