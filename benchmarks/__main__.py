@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python -m benchmarks [--quick] [--out DIR] [--only SECTION,...]``.
 Sections: startup, calls, compute, budgets, preload, sessions, load, heap, output, flood,
-scale, resume (all by default, in that order). ``--quick``
+scale, resume, tracing (all by default, in that order). ``--quick``
 is a small version (under about a minute); the full run takes several minutes.
 """
 
@@ -32,6 +32,7 @@ from benchmarks import (
     _scale,
     _sessions,
     _startup,
+    _tracing,
 )
 from benchmarks._common import Config, Section, load_average, machine_info
 from benchmarks._peers import monty_version
@@ -51,6 +52,7 @@ SECTIONS: dict[str, Callable[[Config], Awaitable[Section]]] = {
     "flood": _flood.run,
     "scale": _scale.run,
     "resume": _resume.run,
+    "tracing": _tracing.run,
 }
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -108,8 +110,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="dsh-code benchmark harness: start-up, binding calls, compute, budgets, "
-        "preload, sessions, load, heap cap, output cap, floods, scale, resume; pydantic-monty "
-        "side by side where installed.",
+        "preload, sessions, load, heap cap, output cap, floods, scale, resume, tracing; "
+        "pydantic-monty side by side where installed.",
     )
     parser.add_argument("--quick", action="store_true", help="a small version (< ~1 minute)")
     parser.add_argument(

@@ -40,6 +40,7 @@ ALL_SECTIONS = (
     "flood",
     "scale",
     "resume",
+    "tracing",
 )
 
 

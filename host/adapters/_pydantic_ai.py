@@ -26,6 +26,7 @@ from host.adapters._program import jsonable
 from host.adapters._runtime import shared_runtime
 from host.adapters._steps import make_limits
 from host.sandbox import Session
+from host.telemetry import name_tool_call
 from runtime import Decision, HoldCall, Journal, Limits, RunRequest, RunResult, current_call
 from runtime.lowlevel import builtin_exception_name, tool_call_error
 from sdkgen import python_names, python_sdk
@@ -240,6 +241,7 @@ class DshCodeToolset(WrapperToolset[Any]):
     def _binding(self, manager: ToolManager[Any], tool: str, program: _Program) -> Any:
 
         async def call(args: Any) -> Any:
+            name_tool_call(tool)  # the runtime's span knows the binding, not the tool
             kwargs = args if isinstance(args, dict) else {}
             info = current_call.get()
             allowed = info is not None and info.approved  # a person approved it: resumed

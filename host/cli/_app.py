@@ -45,6 +45,7 @@ from host.cli._options import (
     SessionOption,
     WallMsOption,
 )
+from host.cli._otel import OtelCaptureOption, OtelOption, exporting, otel_plan
 from host.cli._output import (
     report_usage,
     reset_json,
@@ -177,6 +178,8 @@ def run(
         typer.Option("--full-logs", help="At a terminal, every log line (else a head and a tail)."),
     ] = False,
     lang: LangOption = None,
+    otel: OtelOption = False,
+    otel_capture: OtelCaptureOption = [],  # noqa: B006
 ) -> None:
     """Run PROGRAM in a fresh child, with the bindings' and MCP servers' tools under tools."""
     from host.cli._journal_file import RunSettings
@@ -227,6 +230,7 @@ def run(
     runtime_options = RuntimeOptions.checked(
         isolation, max_processes, no_cgroups, preload, ray, language
     )
+    telemetry = otel_plan(otel, otel_capture)
     with stdout_to_stderr():  # the bindings files' prints
         source = read_program(program)
         loaded = load_tools(bindings)
@@ -263,7 +267,7 @@ def run(
         journal=journal,
         settings=settings,
     )
-    launch(plan, json_output=json_output, session_file=session_file)
+    launch(plan, json_output=json_output, session_file=session_file, telemetry=telemetry)
 
 
 app.command("repl")(_usage_errors(repl))
@@ -408,6 +412,8 @@ def mcp_command(
     max_state_bytes: MaxStateBytesOption = MAX_STATE_BYTES,
     max_model_output_bytes: MaxModelOutputBytesOption = MODEL_OUTPUT_BYTES,
     lang: LangOption = None,
+    otel: OtelOption = False,
+    otel_capture: OtelCaptureOption = [],  # noqa: B006
 ) -> None:
     """Serve code mode over MCP: run_code (its description carries the SDK) and schema look-ups."""
     from host.cli._serve import ServePlan, serve_mcp
@@ -429,6 +435,7 @@ def mcp_command(
     runtime_options = RuntimeOptions.checked(
         isolation, max_processes, no_cgroups, preload, ray, language
     )
+    telemetry = otel_plan(otel, otel_capture)
     with stdout_to_stderr():  # stdout is the MCP channel
         loaded = load_tools(bindings)
     config = codemode_config_of(
@@ -457,7 +464,7 @@ def mcp_command(
     )
     stopper = current_stopper()
     try:
-        with stdout_to_stderr(), stopper.event_loop():
+        with stdout_to_stderr(), exporting(telemetry), stopper.event_loop():
             anyio.run(serve_mcp, plan, stopper)
     except BaseException as exc:
         failure = unwrap_usage(exc)

@@ -13,6 +13,7 @@ import msgspec
 import typer
 
 from host.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, UsageFailure
+from host.cli._otel import OtelPlan, exporting
 from host.cli._output import is_terminal, result_stream, stdout_to_stderr, write_json, write_result
 from host.cli._run import (
     RunOutcome,
@@ -34,8 +35,15 @@ __all__ = ("launch", "render_paused")
 _ARGS_SHOWN = 300
 
 
-def launch(plan: RunPlan, *, json_output: bool, session_file: Path | None) -> NoReturn:
-    """Run ``plan``; keep its state and journal; report; exit with the run's code."""
+def launch(
+    plan: RunPlan,
+    *,
+    json_output: bool,
+    session_file: Path | None,
+    telemetry: OtelPlan | None = None,
+) -> NoReturn:
+    """Run ``plan`` (exporting its spans as ``telemetry`` says); keep its state and journal;
+    report; exit with the run's code."""
     stopper = current_stopper()
     outcome = RunOutcome()
 
@@ -47,7 +55,8 @@ def launch(plan: RunPlan, *, json_output: bool, session_file: Path | None) -> No
     failure: UsageFailure | None = None
     session = plan.session
     try:
-        with stdout_to_stderr(), stopper.event_loop():
+        plan_otel = telemetry or OtelPlan(export=False, required=False, capture=frozenset())
+        with stdout_to_stderr(), exporting(plan_otel), stopper.event_loop():
             anyio.run(execute, plan, stopper, outcome)
     except BaseException as exc:
         failure = unwrap_usage(exc)

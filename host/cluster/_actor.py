@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -42,6 +43,7 @@ from host.cluster._wire import (
     encode,
     forwarded_fields,
 )
+from host.telemetry import TelemetrySetupError, otlp_requested, setup_otlp, traced_by_caller
 from runtime import (
     Binding,
     HoldCall,
@@ -61,6 +63,18 @@ STARTED_AFTER_S = 0.01
 _EARLY_ABORTS_KEPT = 1000
 #: Seconds a finished run whose last batch nobody asked for is kept (a caller gone astray).
 _UNCLAIMED_S = 60.0
+
+
+def _export_telemetry() -> Callable[[], None] | None:
+    """OTLP export from this node when the ``OTEL_*`` variables of its workers ask for it
+    (and no tracer provider is set already): its shutdown, else None."""
+    if not otlp_requested():
+        return None
+    try:
+        return setup_otlp(service_name="dsh-code-node")
+    except TelemetrySetupError as exc:
+        _log.warning("dsh-code: no OTLP export from this node: %s", exc)
+        return None
 
 
 def _replies(data: bytes, run_id: int) -> list[Answer | Refusal | Held]:
@@ -189,6 +203,7 @@ class NodeActor:
 
         options: dict[str, Any] = msgspec.json.decode(runtime_options)
         self._options = options
+        self._flush_telemetry = _export_telemetry()
         self._runtime = SubprocessRuntime(**options)
         self._runs: dict[int, _NodeRun] = {}
         self._early_aborts: dict[int, None] = {}  # aborts that came before their run
@@ -224,6 +239,7 @@ class NodeActor:
         """Start one program; returns its first batch of events."""
         self._sweep()
         node_run = _NodeRun()
+        trace: dict[str, str] = {}
         try:
             request = decode_request(
                 submission,
@@ -231,6 +247,7 @@ class NodeActor:
                 on_log=node_run.log,
                 abort=node_run.abort,
                 on_progress=node_run.progress,
+                trace=trace,
             )
             resume, decisions = decode_resume(submission)
         except RuntimeUsageError as exc:
@@ -240,9 +257,10 @@ class NodeActor:
             del self._early_aborts[run_id]
             node_run.abort.set()
         loop = asyncio.get_running_loop()
-        node_run.task = loop.create_task(
-            self._runtime.run(request, resume=resume, decisions=decisions)
-        )
+        with traced_by_caller(trace):  # the task keeps the caller's trace as its context
+            node_run.task = loop.create_task(
+                self._runtime.run(request, resume=resume, decisions=decisions)
+            )
         node_run.task.add_done_callback(lambda _: node_run.wake.set())
         node_run.timer = loop.call_later(STARTED_AFTER_S, node_run.wake.set)
         return await self._next(run_id, node_run)
@@ -312,3 +330,5 @@ class NodeActor:
     async def close(self) -> None:
         """Abort the node's runs and wait until every child has exited."""
         await self._runtime.aclose()
+        if self._flush_telemetry is not None:
+            await asyncio.to_thread(self._flush_telemetry)

@@ -39,6 +39,7 @@ from host.cluster._wire import (
     encode,
     encode_request,
 )
+from host.telemetry import trace_carrier
 from runtime import (
     CallInfo,
     Decision,
@@ -129,6 +130,7 @@ class ClusterRun:
             progress=self.request.on_progress is not None,
             resume=self.resume,
             decisions=self.decisions,
+            trace=trace_carrier(),
         )
         self._soon = soon_caller()
         try:

@@ -16,6 +16,7 @@ from host.cluster._pool import Node, NodePool
 from host.cluster._ray import RayBackend, wait_future
 from host.cluster._run import ClusterRun, NotStarted
 from host.cluster._stats import ClusterRunStats
+from host.telemetry import trace_run
 from runtime import Decision, Journal, RunError, RunRequest, RunResult, RuntimeClosedError
 from runtime.lowlevel import CallLedger, check_request, json_problem
 
@@ -164,8 +165,11 @@ class RayRuntime:
         check_request(request)
         # the journal is checked here (the node checks it again): a misfit is the caller's
         ledger = CallLedger(request, resume=resume, decisions=decisions)
-        result = await self._run(request, resume, decisions)
-        return result if result.journal is not None else ledger.finish(result)
+        with trace_run(self, request) as traced:
+            result = await self._run(traced.request, resume, decisions)
+            result = result if result.journal is not None else ledger.finish(result)
+            traced.end(result)
+        return result
 
     async def _run(
         self,

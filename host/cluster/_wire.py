@@ -70,6 +70,8 @@ class Submission(msgspec.Struct, frozen=True, kw_only=True):
     """The journal of the run to resume (replayed on the node)."""
     decisions: dict[str, Decision] = msgspec.field(default_factory=dict)
     """For the journal's held calls: call id -> "allow" or "deny"."""
+    trace: dict[str, str] = msgspec.field(default_factory=dict)
+    """The caller's trace context (W3C ``traceparent``/``tracestate``): the node's spans join it."""
 
 
 class _ResumePart(msgspec.Struct, frozen=True):
@@ -214,8 +216,10 @@ def encode_request(
     progress: bool,
     resume: Journal | None = None,
     decisions: Mapping[str, Decision] | None = None,
+    trace: Mapping[str, str] | None = None,
 ) -> bytes:
-    """The ``Submission`` of ``request``: each field that is not the caller's, generically."""
+    """The ``Submission`` of ``request``: each field that is not the caller's, generically,
+    and the caller's ``trace`` context."""
     fields = {name: getattr(request, name) for name in forwarded_fields()}
     submission = Submission(
         fields=fields,
@@ -223,6 +227,7 @@ def encode_request(
         progress=progress,
         resume=resume,
         decisions=dict(decisions or {}),
+        trace=dict(trace or {}),
     )
     return encode(submission)
 
@@ -244,10 +249,12 @@ def decode_request(
     on_log: Callable[[str], None],
     abort: AbortSignalLike,
     on_progress: Callable[[RunStats], None],
+    trace: dict[str, str] | None = None,
 ) -> RunRequest:
     """The ``RunRequest`` a node runs: the forwarded fields plus local stand-ins for the
-    caller's callables (``binding(name)`` makes one per binding). Raises
-    ``RuntimeUsageError`` for a field this version does not know or a bad value."""
+    caller's callables (``binding(name)`` makes one per binding); ``trace``, if given, gets
+    the caller's trace context. Raises ``RuntimeUsageError`` for a field this version does
+    not know or a bad value."""
     global _TYPES
     if _TYPES is None:
         _TYPES = _field_types()
@@ -266,6 +273,8 @@ def decode_request(
             fields[name] = msgspec.convert(value, kind)
         except (msgspec.ValidationError, ValueError) as exc:
             raise RuntimeUsageError(f"RunRequest field {name!r}: {exc}") from exc
+    if trace is not None:
+        trace.update(submission.trace)
     bindings: Mapping[str, Binding] = {name: binding(name) for name in submission.bindings}
     return RunRequest(
         **fields,

@@ -31,6 +31,7 @@ from host.codemode._render import (
     render_paused,
 )
 from host.codemode._scheduler import SubCallScheduler
+from host.telemetry import name_tool_call
 from host.tools import (
     RUN_CODE,
     AbortController,
@@ -536,6 +537,7 @@ class CodeMode:
             droppable = optional_non_null.get(tool, frozenset())
 
             async def binding(args: Any) -> Any:
+                name_tool_call(tool)  # the runtime's span knows the binding, not the tool
                 if droppable and isinstance(args, dict):
                     # The SDK writes optional parameters as `p: T | None = None`; an explicit
                     # None there means "not given", unless the parameter itself takes null.

@@ -32,6 +32,7 @@ from host.sandbox._options import RunOptions, SessionState, keeps_state
 from host.sandbox._slot import ChildSlot
 from host.sandbox._watchdog import Guard, Watchdog
 from host.sandbox._where import program_location, read_dump
+from host.telemetry import record_child_wait
 from runtime import RunError, RunRequest, RunResult, RunStats
 from runtime.lowlevel import (
     CallLedger,
@@ -313,6 +314,7 @@ class Run(Intake):
                 await anyio.to_thread.run_sync(cgroup.limit_memory, start.heap_bytes)
             except OSError as exc:
                 _log.warning("dsh-code: cannot cap a run's memory cgroup: %s", exc)
+        waited_from = time.monotonic()
         pid = await self.slot.wait_pid()
         if pid is None:
             self._settle(
@@ -327,6 +329,7 @@ class Run(Intake):
         if not await self._wait_ready():
             self._settle(RunError(kind="died", message=""))  # the message: its exit status
             return
+        record_child_wait(time.monotonic() - waited_from, spare=self.slot.spare)
         # The child's set-up (a spare taken early may still be at it) is not the program's
         # CPU: billing starts here, before the program can run.
         self._cpu_base = self._tree_cpu_ns()

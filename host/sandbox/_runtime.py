@@ -24,6 +24,7 @@ from host.sandbox._template import TemplateProcess
 from host.sandbox._uids import DEFAULT_UIDS, UidPool
 from host.sandbox._watchdog import Watchdog
 from host.sandbox._workdir import make_workdir, remove_tree, sweep_stale
+from host.telemetry import trace_run
 from runtime import (
     Decision,
     Journal,
@@ -312,14 +313,17 @@ class SubprocessRuntime:
         if self._closed:
             raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
         self._check_request(request)
-        hash_seed = self._hash_seed if resume is None else resume.seeds.hash
-        ledger = CallLedger(
-            request, hash_seed=hash_seed, resume=resume, decisions=decisions, state=state
-        )
-        result, sent = await self._run_ledgered(
-            request, state, max_state_bytes, ledger, commit_on_failure
-        )
-        return ledger.finish(result) if result.journal is None else result, sent
+        with trace_run(self, request, session=state is not None) as traced:
+            hash_seed = self._hash_seed if resume is None else resume.seeds.hash
+            ledger = CallLedger(
+                traced.request, hash_seed=hash_seed, resume=resume, decisions=decisions, state=state
+            )
+            result, sent = await self._run_ledgered(
+                traced.request, state, max_state_bytes, ledger, commit_on_failure
+            )
+            result = ledger.finish(result) if result.journal is None else result
+            traced.end(result)
+        return result, sent
 
     async def _run_ledgered(
         self,

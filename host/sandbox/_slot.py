@@ -43,8 +43,12 @@ class ChildSlot:
         uid: int | None = None,
         own_uid: bool = False,
         engine: Engine | None = None,
+        *,
+        spare: bool = False,
     ) -> None:
         self.template = template
+        self.spare = spare
+        """Forked ahead of time (to wait for a run), not for the run that took it."""
         self.fds = fds
         self.workdir = workdir
         self.cgroup = cgroup
@@ -127,7 +131,7 @@ class ChildSlot:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        return cls(template, fds, workdir, cgroup, uid, own_uid, engine)
+        return cls(template, fds, workdir, cgroup, uid, own_uid, engine, spare=warm_up)
 
     def _parse(self, data: bytes) -> None:
         self._pending += data

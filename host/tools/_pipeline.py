@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from host.telemetry import note_asked
 from runtime.lowlevel import builtin_exception_name
 
 from ._call import (
@@ -199,7 +200,10 @@ class Invocation:
         answer = await _maybe_await(handler(self.call, ask))
         if isinstance(answer, Pause | Deny):
             return answer  # no answer yet: hold the call; or refused, saying why
-        return Allow() if answer is True else Deny(f"not approved: {ask.prompt}")
+        if answer is not True:
+            return Deny(f"not approved: {ask.prompt}")
+        note_asked(self.call.call_id)  # its span says it was allowed once asked
+        return Allow()
 
     def _paused(self, pause: Pause) -> ToolResult:
         return ToolResult.failure(

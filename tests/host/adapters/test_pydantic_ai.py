@@ -440,3 +440,29 @@ def test_a_session_of_runs_never_blocks_the_event_loop(before: set[int]) -> None
     result = asyncio.run(main())
     assert json.loads(result.output) == [{"logs": [], "result": [3, "3.14159"]}]
     assert "budget" in str(_retried(seen[3]).content)
+
+
+def test_an_instrumented_agent_is_one_trace_with_our_spans_under_its_run_code_span(
+    before: set[int],
+) -> None:
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    from tests.host.telemetry.support import Recorded
+
+    with Recorded() as recorded:
+        instrument = InstrumentationSettings(tracer_provider=recorded.tracer_provider)
+        model = _scripted(["return await tools.add(a=2, b=3)"], [])
+        agent = Agent(model, toolsets=[DshCodeToolset(_toolset())])
+        agent.instrument = instrument
+        assert json.loads(_run(agent, "compute").output) == [{"logs": [], "result": 5}]
+        spans = recorded.spans()
+        run = recorded.run()
+        (ours,) = recorded.children(run)
+    assert len({s.context.trace_id for s in spans if s.context is not None}) == 1
+    (framework,) = [s for s in spans if s.name == "execute_tool run_code"]
+    assert framework.context is not None and run.parent is not None
+    assert run.parent.span_id == framework.context.span_id
+    assert ours.name == "execute_tool add"
+    assert dict(ours.attributes or {})["gen_ai.tool.call.id"] == (
+        f"{dict(run.attributes or {})['dsh_code.run.id']}:1"
+    )

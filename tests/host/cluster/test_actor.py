@@ -231,3 +231,24 @@ async def test_a_held_call_pauses_the_node_run_and_a_resume_replays_it_there(
     # the charge was answered on the node, from the journal; the held call comes allowed
     assert [(c.id, c.name, c.approved) for c in calls] == [(2, "tools.send_receipt", True)]
     assert finished.result.value == ["tools.charge done", "tools.send_receipt done"]
+
+
+async def test_a_run_joins_the_callers_trace_and_leaves_the_calls_to_it(actor: NodeActor) -> None:
+    from host.telemetry import trace_carrier
+    from tests.host.telemetry.support import Recorded
+
+    with Recorded() as recorded:
+        tracer = recorded.tracer_provider.get_tracer("caller")
+        with tracer.start_as_current_span("the caller's run") as caller:
+            carrier = trace_carrier()
+        request = RunRequest(program="return await f(n=1)", bindings={"f": _nothing})
+        data = await actor.start(1, encode_request(request, progress=False, trace=carrier))
+        while not isinstance(decode_events(data)[-1], Finished):
+            calls = [e for e in decode_events(data) if isinstance(e, CallOut)]
+            data = await actor.exchange(1, encode([Answer(id=c.id, value=c.id) for c in calls]))
+        run = recorded.run()
+        assert run.parent is not None
+        assert run.parent.span_id == caller.get_span_context().span_id
+        assert run.context is not None
+        assert run.context.trace_id == caller.get_span_context().trace_id
+        assert recorded.children(run) == []  # the caller traces the call it answers

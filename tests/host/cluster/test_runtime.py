@@ -443,3 +443,56 @@ async def test_a_held_call_pauses_the_run_and_a_resume_replays_it_on_a_node(
             decisions={call.call_id: "allow" for call in first.pending},
         )
         assert again.ok, again.error
+
+
+_TRACED = """
+import anyio, sys
+from host.cluster import RayRuntime
+from host.telemetry import setup_otlp
+from runtime import RunRequest
+
+shutdown = setup_otlp()
+
+async def whoami(args):
+    return 7
+
+async def main():
+    # the nodes' actors export too when their environment says where
+    node_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": sys.argv[2], "OTEL_SERVICE_NAME": "node"}
+    options = {"runtime_env": {"env_vars": node_env}}
+    async with RayRuntime(sys.argv[1], init_options=options) as rt:
+        program = "return await tools.whoami()"
+        result = await rt.run(RunRequest(program=program, bindings={"tools.whoami": whoami}))
+    assert result.value == 7, result
+anyio.run(main)
+shutdown()
+"""
+
+
+def test_the_nodes_spans_join_the_callers_trace(cluster: LocalCluster) -> None:
+    from tests.host.telemetry.support import OtlpReceiver
+
+    receiver = OtlpReceiver()
+    with receiver as received:
+        env = dict(
+            cluster.env, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_SERVICE_NAME="caller"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", _TRACED, cluster.address, receiver.endpoint],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+    spans = received.spans()
+    runs = {s["service"]: s for s in spans if s["name"] == "dsh_code.run"}
+    assert set(runs) == {"caller", "node"}
+    caller, node = runs["caller"], runs["node"]
+    assert node["trace_id"] == caller["trace_id"]
+    assert node["parent_id"] == caller["span_id"]
+    assert caller["attributes"]["dsh_code.run.node"]  # the node's id, said by the caller
+    assert node["attributes"]["dsh_code.run.id"] == caller["attributes"]["dsh_code.run.id"]
+    calls = [s for s in spans if s["name"] == "execute_tool tools.whoami"]
+    assert [(c["service"], c["parent_id"]) for c in calls] == [("caller", caller["span_id"])]

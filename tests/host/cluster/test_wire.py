@@ -108,6 +108,31 @@ def test_a_request_arrives_with_the_same_fields(
     assert arrived.on_log is not None and arrived.abort is not None
 
 
+def test_the_callers_trace_context_travels_and_an_older_caller_sends_none() -> None:
+    carrier = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    trace: dict[str, str] = {}
+    decode_request(
+        encode_request(RunRequest(program="1"), progress=False, trace=carrier),
+        binding=lambda name: _binding,
+        on_log=lambda line: None,
+        abort=asyncio.Event(),
+        on_progress=lambda stats: None,
+        trace=trace,
+    )
+    assert trace == carrier
+    older = msgspec.json.encode({"fields": {"program": "1"}, "bindings": []})
+    trace.clear()
+    decode_request(
+        older,
+        binding=lambda name: _binding,
+        on_log=lambda line: None,
+        abort=asyncio.Event(),
+        on_progress=lambda stats: None,
+        trace=trace,
+    )
+    assert trace == {}
+
+
 def test_an_unknown_field_or_a_bad_value_is_a_usage_error() -> None:
     unknown = encode(Submission(fields={"program": "1", "from_the_future": 1}, bindings=[]))
     with pytest.raises(RuntimeUsageError, match="'from_the_future' is unknown to this node"):

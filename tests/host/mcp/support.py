@@ -10,6 +10,7 @@ from pathlib import Path
 SERVERS = Path(__file__).parent / "servers"
 DEMO = SERVERS / "demo.py"
 FAULTY = SERVERS / "faulty.py"
+TRACED = SERVERS / "traced.py"
 BINDINGS = SERVERS / "bindings.py"
 #: The folder holding ``host`` and ``runtime``, for subprocesses that import them.
 ROOT = Path(__file__).resolve().parents[3]

@@ -21,7 +21,7 @@ from host.mcp import (
 )
 from host.tools import ToolRegistry
 
-from .support import DEMO, FAULTY, pid_alive, wait_gone
+from .support import DEMO, FAULTY, TRACED, pid_alive, wait_gone
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -171,3 +171,28 @@ def test_tool_names_are_valid_and_unique() -> None:
     taken = {"mcp__fs__a_b"}
     other = tool_name("fs", "a.b", taken)
     assert other != "mcp__fs__a_b" and other.startswith("mcp__fs__a_b_")
+
+
+@pytest.mark.anyio
+async def test_a_call_sends_its_execute_tool_span_as_the_trace_context_in_meta() -> None:
+    from host.codemode import CodeMode
+    from host.sandbox import SubprocessRuntime
+    from tests.host.telemetry.support import Recorded
+
+    spec = McpServerSpec("traced", sys.executable, (str(TRACED),))
+    registry = ToolRegistry()
+    with Recorded() as recorded:
+        async with McpServers([spec]) as hub, SubprocessRuntime(prefork=0) as runtime:
+            hub.register(registry)
+            result = await CodeMode(registry, runtime).run(
+                "return (await tools.mcp__traced__traceparent())['result']"
+            )
+        assert result.value is not None
+        sent = result.value["result"]
+        (call,) = recorded.children(recorded.run())
+    assert call.name == "execute_tool mcp__traced__traceparent"
+    context = call.get_span_context()
+    assert context is not None
+    # the MCP SDK's own client span records nothing here (no global provider): it passes
+    # the current span, ours, through to _meta
+    assert sent.startswith(f"00-{context.trace_id:032x}-{context.span_id:016x}-")
