@@ -13,6 +13,8 @@ the host, however late it looks, finds the reason before it finds the death.
 from __future__ import annotations
 
 import os
+import select
+import signal
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +23,9 @@ from runtime._procs import kill_tree, process_cpu_ns, tree_cpu_ns
 
 __all__ = ("BUDGET_KINDS", "COMPUTE", "WALL", "WATCH", "Budgets", "Watch", "watch_request")
 
-#: A watch request after its b"W": pid, wall deadline (monotonic s), compute budget (ns).
-WATCH = struct.Struct("!idq")
+#: A watch request after its b"W": pid, wall deadline (monotonic s), compute budget (ns), and
+#: how long (ms) the program may take to write where it is before the kill.
+WATCH = struct.Struct("!idqi")
 WALL, COMPUTE = 1, 2
 #: The budget a ``b"B"`` record names.
 BUDGET_KINDS = {WALL: "wall", COMPUTE: "compute"}
@@ -31,9 +34,9 @@ _POLL_MIN_S = 0.00025
 _POLL_MAX_S = 0.05
 
 
-def watch_request(pid: int, deadline: float, budget_ns: int) -> bytes:
+def watch_request(pid: int, deadline: float, budget_ns: int, locate_ms: int = 0) -> bytes:
     """The host's ``b"W"`` request for a run (its cgroup's fds go with it)."""
-    return b"W" + WATCH.pack(pid, deadline, budget_ns)
+    return b"W" + WATCH.pack(pid, deadline, budget_ns, locate_ms)
 
 
 @dataclass
@@ -46,6 +49,7 @@ class Watch:
     status_w: int
     uid: int | None  # the run's own uid (its processes are all of it), else None
     fds: list[int] = field(default_factory=list)  # cpu.stat, cgroup.procs[, cgroup.kill]
+    locate_ms: int = 0
     base_ns: int = 0
     next_look: float = 0.0
 
@@ -128,5 +132,26 @@ class Budgets:
             os.write(watch.status_w, b"B" + struct.pack("!i", budget))
         except OSError:
             pass
+        _ask_where(watch.pid, watch.locate_ms)
         watch.kill(self._kill_uid)
         self.forget(watch.pid)
+
+
+def _ask_where(pid: int, wait_ms: int) -> None:
+    """SIGXCPU to the run's process group: the program writes its stacks where the host
+    reads them (faulthandler, at C level) and dies of it; wait at most ``wait_ms`` for that."""
+    if wait_ms <= 0:
+        return
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return  # gone already
+    try:
+        os.killpg(pid, signal.SIGXCPU)
+        exited = select.poll()
+        exited.register(pidfd, select.POLLIN)
+        exited.poll(wait_ms)
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)

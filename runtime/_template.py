@@ -128,13 +128,13 @@ class _Template:
 
     def watch(self, message: bytes, fds: list[int]) -> None:
         """Enforce a run's budgets from now (``b"W"``: see ``runtime._budgets``)."""
-        pid, deadline, budget_ns = WATCH.unpack(message)
+        pid, deadline, budget_ns, locate_ms = WATCH.unpack(message)
         status_w = self.runs.get(pid)
         if status_w is None or len(fds) > 3:
             for fd in fds:
                 os.close(fd)
             return
-        watch = Watch(pid, deadline, budget_ns, status_w, self.uids.get(pid), fds)
+        watch = Watch(pid, deadline, budget_ns, status_w, self.uids.get(pid), fds, locate_ms)
         self.budgets.watch(watch, time.monotonic())
 
     def reap(self) -> None:

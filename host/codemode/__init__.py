@@ -5,10 +5,6 @@ from __future__ import annotations
 from host.codemode._codemode import (
     DISPATCH_EVENT,
     DISPATCH_START_EVENT,
-    INSTRUCTIONS,
-    PERSISTENT_NOTE,
-    SYNC_INSTRUCTIONS,
-    TYPESCRIPT_INSTRUCTIONS,
     CodeMode,
     CodeModeConfig,
     CodeModeSession,
@@ -24,6 +20,12 @@ from host.codemode._output import (
 )
 from host.codemode._render import CodeRunFailed
 from host.codemode._scheduler import SubCallScheduler
+from host.codemode._texts import (
+    INSTRUCTIONS,
+    PERSISTENT_NOTE,
+    SYNC_INSTRUCTIONS,
+    TYPESCRIPT_INSTRUCTIONS,
+)
 from runtime.lowlevel import fixup_module_metadata as _fixup_module_metadata
 
 __all__ = (

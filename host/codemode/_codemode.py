@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextvars
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -31,6 +30,16 @@ from host.codemode._render import (
     render_paused,
 )
 from host.codemode._scheduler import SubCallScheduler
+from host.codemode._texts import (
+    INSTRUCTIONS,
+    LANGUAGES,
+    PERSISTENT_NOTE,
+    RUN_CODE_DESCRIPTION,
+    SYNC_INSTRUCTIONS,
+    TYPESCRIPT_INSTRUCTIONS,
+    run_code_parameters,
+)
+from host.codemode._views import VIEWS_KEPT, ToolView, optional_non_null
 from host.telemetry import name_tool_call
 from host.tools import (
     RUN_CODE,
@@ -39,19 +48,16 @@ from host.tools import (
     ErrorCode,
     Scope,
     ToolCallRequest,
-    ToolDefinition,
     ToolRegistry,
     ToolResult,
     ToolRunContext,
     WithContent,
     anthropic_tools,
     define_tool,
-    from_json_schema,
     fuse_signals,
     is_concurrency_safe,
     openai_tools,
     thaw,
-    validate,
 )
 from runtime import (
     CodeRuntime,
@@ -70,10 +76,6 @@ from runtime.lowlevel import tool_call_error
 __all__ = (
     "DISPATCH_EVENT",
     "DISPATCH_START_EVENT",
-    "INSTRUCTIONS",
-    "PERSISTENT_NOTE",
-    "SYNC_INSTRUCTIONS",
-    "TYPESCRIPT_INSTRUCTIONS",
     "CodeMode",
     "CodeModeConfig",
     "CodeModeSession",
@@ -83,45 +85,6 @@ __all__ = (
 DISPATCH_START_EVENT = "tool/code-dispatch-start"
 DISPATCH_EVENT = "tool/code-dispatch"
 
-INSTRUCTIONS = """\
-To call tools, write one Python program and pass it to `run_code` as `code`.
-The program runs as a Python script (`__name__ == "__main__"`); top-level `await` works,
-and a top-level `return` gives its result: a JSON value (dict, list, str, int, float, bool,
-None); `print` for logs. Call tools as `await tools.<name>(arg=value, ...)` with keyword
-arguments, as declared below. Independent calls can run together:
-`await asyncio.gather(tools.a(...), tools.b(...))` (`import asyncio` first). A failed call
-raises `ToolCallError` (`.tool`, `.message`, `.code`); catch it to recover. Only the logs
-and the returned value come back to you."""
-
-#: The instructions when the program calls tools plainly (``call_style="sync"``).
-SYNC_INSTRUCTIONS = """\
-To call tools, write one Python program and pass it to `run_code` as `code`.
-The program runs as a Python script (`__name__ == "__main__"`); a top-level `return` gives
-its result: a JSON value (dict, list, str, int, float, bool, None); `print` for logs. Call
-tools as plain functions, `tools.<name>(arg=value, ...)`, with keyword arguments, as
-declared below (no `await`: each call returns its result; calls from threads run
-together). A failed call raises `ToolCallError` (`.tool`, `.message`, `.code`); catch it to
-recover. Only the logs and the returned value come back to you."""
-
-#: The instructions when programs are TypeScript (a runtime whose ``language`` says so).
-TYPESCRIPT_INSTRUCTIONS = """\
-To call tools, write one TypeScript program and pass it to `run_code` as `code`.
-The program is the body of an async function: top-level `await` works, and `return` gives
-its result: a JSON value (object, array, string, number, boolean, null; an integer past
-2^53 as a bigint); `console.log` for logs. Call tools as `await tools.<name>({ arg: value })`
-with one object of arguments, as declared below (`tools["a-b"]({...})` where a name is not
-an identifier). Independent calls can run together: `await Promise.all([tools.a({...}),
-tools.b({...})])`. A failed call throws `ToolCallError` (`.tool`, `.message`, `.code`); catch
-it to recover. There is no file system, network or `Deno` namespace; only the logs and the
-returned value come back to you."""
-
-#: What the SDK section adds when programs run in a session.
-PERSISTENT_NOTE = (
-    "Variables, functions, classes and imports persist from one `run_code` call to the "
-    "next (each call still runs in a fresh process); names that cannot be carried (open "
-    "files, sockets, generators) are dropped and named in the result."
-)
-
 #: The session of the ``run_code`` call in progress (set by ``CodeModeSession.run``).
 _SESSION: contextvars.ContextVar[CodeModeSession | None] = contextvars.ContextVar(
     "dsh_codemode_session", default=None
@@ -130,24 +93,6 @@ _SESSION: contextvars.ContextVar[CodeModeSession | None] = contextvars.ContextVa
 _RESUME: contextvars.ContextVar[tuple[Journal, dict[str, Decision]] | None] = (
     contextvars.ContextVar("dsh_codemode_resume", default=None)
 )
-
-RUN_CODE_DESCRIPTION = (
-    "Run a Python program that calls the tools described in the tools SDK section, in a "
-    "fresh sandboxed process. Returns {logs, result?}."
-)
-
-
-def _run_code_parameters(language: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": f"the {language} program"}},
-        "required": ["code"],
-        "additionalProperties": False,
-    }
-
-
-_RUN_CODE_PARAMETERS = _run_code_parameters("Python")
-_LANGUAGES = {"python": "Python", "typescript": "TypeScript"}
 
 
 class CodeModeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -186,40 +131,6 @@ class SdkSection(msgspec.Struct, frozen=True):
     """Escaped Python attribute -> original tool name."""
 
 
-def _optional_non_null(manifest: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
-    """Per tool, its optional parameters whose schema does not accept null."""
-    out: dict[str, frozenset[str]] = {}
-    for entry in manifest:
-        schema = entry.get("parameters") or {}
-        required = set(schema.get("required", ()))
-        names = set()
-        for name, prop in (schema.get("properties") or {}).items():
-            if name in required:
-                continue
-            try:
-                accepts_null = validate(from_json_schema(prop), None) is None
-            except Exception:
-                accepts_null = True  # a schema we cannot read: pass the argument through
-            if not accepts_null:
-                names.add(name)
-        out[entry["name"]] = frozenset(names)
-    return out
-
-
-@dataclass(frozen=True)
-class _ToolView:
-    """What code mode derives from one set of visible tools (costly: ~1.5 ms for 60 tools)."""
-
-    definitions: tuple[ToolDefinition, ...]  # held, so their ids stay unique while cached
-    manifest: list[dict[str, Any]]
-    names: dict[str, str]
-    optional_non_null: dict[str, frozenset[str]]
-
-
-#: Tool views kept per CodeMode (agents reuse a few scopes).
-_VIEWS_KEPT = 16
-
-
 class CodeMode:
     """Code mode over a registry and a code runtime; installs the reserved ``run_code``."""
 
@@ -239,7 +150,7 @@ class CodeMode:
         URI: the line standing for what was left out names it); None keeps nothing."""
         self.language = str(getattr(runtime, "language", "python"))
         """The programs' language, the runtime's: "python" or "typescript"."""
-        self._views: dict[tuple[int, ...], _ToolView] = {}
+        self._views: dict[tuple[int, ...], ToolView] = {}
         self._ids = itertools.count(1)
         self.definition = define_tool(
             name=RUN_CODE,
@@ -277,7 +188,7 @@ class CodeMode:
 
     # ---- what the model sees -----------------------------------------------------------------
 
-    def _view(self, scope: Scope | None) -> _ToolView:
+    def _view(self, scope: Scope | None) -> ToolView:
         """The manifest, SDK names and optional-parameter map of ``scope``'s visible tools,
         computed once per set of definitions (definitions are immutable; a set changes when
         a tool is registered, disposed, shadowed or masked, and then has other members)."""
@@ -286,22 +197,22 @@ class CodeMode:
         view = self._views.pop(key, None)
         if view is None:
             manifest = self.registry.manifest(scope)
-            view = _ToolView(
-                definitions, manifest, sdkgen.python_names(manifest), _optional_non_null(manifest)
+            view = ToolView(
+                definitions, manifest, sdkgen.python_names(manifest), optional_non_null(manifest)
             )
         self._views[key] = view  # most recently used last
-        if len(self._views) > _VIEWS_KEPT:
+        if len(self._views) > VIEWS_KEPT:
             del self._views[next(iter(self._views))]
         return view
 
     @property
     def _description(self) -> str:
-        name = _LANGUAGES.get(self.language, self.language)
+        name = LANGUAGES.get(self.language, self.language)
         return RUN_CODE_DESCRIPTION.replace("Python", name)
 
     @property
     def _parameters(self) -> dict[str, Any]:
-        return _run_code_parameters(_LANGUAGES.get(self.language, self.language))
+        return run_code_parameters(LANGUAGES.get(self.language, self.language))
 
     def sdk(self, scope: Scope | None = None, *, persistent: bool = False) -> SdkSection:
         """The SDK section for ``scope``'s visible tools, in the runtime's language:

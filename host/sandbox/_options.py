@@ -5,12 +5,35 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from runtime import RunError
 
-__all__ = ("RunOptions", "SessionState", "default_workdir_root", "keeps_state")
+__all__ = (
+    "MAX_HASH_SEED",
+    "RunOptions",
+    "SessionState",
+    "check_options",
+    "default_workdir_root",
+    "keeps_state",
+)
+
+#: The largest hash seed (PYTHONHASHSEED) the interpreter takes.
+MAX_HASH_SEED = 2**32 - 1
+#: The least each count option of ``SubprocessRuntime`` may be.
+_LEAST = {
+    "max_concurrent_runs": 1,
+    "max_frame_bytes": 4096,
+    "max_file_bytes": 4096,
+    "max_open_files": 16,
+    "max_log_lines": 1,
+    "max_call_bytes": 1,
+    "max_json_values": 16,
+    "prefork": 0,
+    "max_processes": 4,
+}
 
 #: The failures whose state a session that keeps a failed run's names takes: the program ran
 #: to its exception (or to a result that is not JSON); a killed run's child could not save one.
@@ -20,6 +43,44 @@ _KEPT_AFTER = frozenset({"exception", "invalid_completion"})
 def keeps_state(session: SessionState | None, error: RunError) -> bool:
     """Whether the state a failed run's child sent becomes the session's."""
     return session is not None and session.keep_failed and error.kind in _KEPT_AFTER
+
+
+def check_options(
+    *,
+    counts: Mapping[str, int],
+    isolation: str,
+    run_as_uid: int | range | None,
+    preload: Sequence[str],
+    hash_seed: int | None,
+) -> None:
+    """Raise ``ValueError`` for an option of ``SubprocessRuntime`` it cannot take."""
+    for name, value in counts.items():
+        least = _LEAST[name]
+        if type(value) is not int or value < least:
+            raise ValueError(f"{name} must be an int of at least {least}, got {value!r}")
+    if isolation not in ("auto", "namespaces", "process"):
+        raise ValueError(f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}")
+    if isinstance(run_as_uid, range):
+        if (
+            len(run_as_uid) == 0
+            or run_as_uid.step != 1
+            or not (run_as_uid.start > 0 and run_as_uid.stop <= 2**32 - 1)
+        ):
+            raise ValueError(f"run_as_uid must be a non-empty range of uids, got {run_as_uid!r}")
+    elif run_as_uid is not None and (
+        type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1
+    ):
+        raise ValueError(
+            f"run_as_uid must be a uid (an int from 0) or a range of them, got {run_as_uid!r}"
+        )
+    if isinstance(preload, str) or not all(
+        isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in preload
+    ):
+        raise ValueError(f"preload must be module names (a list of str), got {preload!r}")
+    if hash_seed is not None and (
+        type(hash_seed) is not int or not 1 <= hash_seed <= MAX_HASH_SEED
+    ):
+        raise ValueError(f"hash_seed must be an int from 1 to {MAX_HASH_SEED}, got {hash_seed!r}")
 
 
 @functools.cache

@@ -337,7 +337,11 @@ class Run(Intake):
         self.watchdog.billing(self.guard)  # the backstop of the template's watch
         cgroup = self.slot.cgroup
         self.slot.template.watch(
-            pid, self.guard.deadline, self.guard.budget_ns, cgroup.watch_fds() if cgroup else []
+            pid,
+            self.guard.deadline,
+            self.guard.budget_ns,
+            cgroup.watch_fds() if cgroup else [],
+            LOCATE_WAIT_MS if "where" in self.slot.fds else 0,
         )
         await self._send(encode_frame(start))
 

@@ -2,39 +2,42 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import marshal
 import os
 import secrets
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 
 from host.sandbox._background import Background
-from host.sandbox._cgroup import CgroupSet, RunCgroup
-from host.sandbox._options import RunOptions, SessionState, default_workdir_root
+from host.sandbox._options import (
+    MAX_HASH_SEED,
+    RunOptions,
+    SessionState,
+    check_options,
+    default_workdir_root,
+)
+from host.sandbox._recent import Recent
+from host.sandbox._rooms import ROOMS_AHEAD, Room, Rooms
 from host.sandbox._run import Run
 from host.sandbox._session import MAX_STATE_BYTES, Session
 from host.sandbox._slot import ChildSlot, Engine
 from host.sandbox._template import TemplateProcess
 from host.sandbox._uids import DEFAULT_UIDS, UidPool
 from host.sandbox._watchdog import Watchdog
-from host.sandbox._workdir import make_workdir, remove_tree, sweep_stale
 from host.telemetry import trace_run
 from runtime import (
     Decision,
     Journal,
-    Limits,
     RunError,
     RunRequest,
     RunResult,
     RunStats,
     RuntimeClosedError,
-    RuntimeEnvironmentError,
     RuntimeUsageError,
 )
 from runtime.lowlevel import (
@@ -44,38 +47,28 @@ from runtime.lowlevel import (
     TemplateConfig,
     check_request,
     compile_program,
-    searchable_by,
 )
 
 __all__ = ("SubprocessRuntime",)
 
-T = TypeVar("T")
-#: Children's cgroups and directories made ahead of time, so a fork waits for no thread.
-_ROOMS_AHEAD = 2
 
 _log = logging.getLogger("host.sandbox")
 #: Programs longer than this (characters) are compiled in their child, not on our event loop.
 _COMPILE_INLINE = 20_000
 #: Compiled programs kept per runtime.
 _COMPILED_KEPT = 64
-#: The largest hash seed (PYTHONHASHSEED) the interpreter takes.
-_MAX_HASH_SEED = 2**32 - 1
 
 
 class SubprocessRuntime:
     """Runs each program in a fresh child forked from a template process (Linux only).
 
-    Use ``async with SubprocessRuntime() as rt:`` or call ``aclose()`` when done; the
-    template starts on the first run. ``max_concurrent_runs`` bounds runs at once (a run
-    counts until its processes are gone and its resources freed, after ``run()`` returned);
-    ``prefork`` children are kept forked ahead of time, each used for one run only. With
-    ``use_cgroups`` (where the host may create cgroups) each run gets cgroups of its own.
-    On a root host each run has a uid of its own from ``run_as_uid`` (a range; default far
-    above people's uids), or every run the one uid given (0 keeps root, without
-    capabilities). Programs open no socket but socketpairs unless ``network``. ``preload`` modules are imported once by the template, so a
-    program's ``import`` of them costs nothing (each child has its own copy-on-write copy).
-    ``hash_seed`` is every child's ``PYTHONHASHSEED`` (default: one drawn for this runtime);
-    a journal records it, and a resume replays in children of the same seed.
+    Use ``async with SubprocessRuntime() as rt:`` or call ``aclose()`` when done. A run
+    counts against ``max_concurrent_runs`` until its processes are gone; ``prefork``
+    children wait ahead of time, one run each; ``use_cgroups`` gives runs cgroups of their
+    own; on a root host each run has a uid of its own from ``run_as_uid`` (a range), or all
+    the one uid given (0: root without capabilities); no socket but socketpairs unless
+    ``network``; ``preload`` modules are imported once by the template; ``hash_seed`` is
+    every child's ``PYTHONHASHSEED`` (journals record it: a resume replays under it).
     """
 
     language = "python"
@@ -106,62 +99,34 @@ class SubprocessRuntime:
                 f"SubprocessRuntime supports Linux only (this is {sys.platform}): it relies on "
                 "fork, /proc, prctl and rlimits"
             )
-        for name, value, least in (
-            ("max_concurrent_runs", max_concurrent_runs, 1),
-            ("max_frame_bytes", max_frame_bytes, 4096),
-            ("max_file_bytes", max_file_bytes, 4096),
-            ("max_open_files", max_open_files, 16),
-            ("max_log_lines", max_log_lines, 1),
-            ("max_call_bytes", max_call_bytes, 1),
-            ("max_json_values", max_json_values, 16),
-            ("prefork", prefork, 0),
-            ("max_processes", max_processes, 4),
-        ):
-            if type(value) is not int or value < least:
-                raise ValueError(f"{name} must be an int of at least {least}, got {value!r}")
-        if isolation not in ("auto", "namespaces", "process"):
-            raise ValueError(
-                f"isolation must be 'auto', 'namespaces' or 'process', not {isolation!r}"
-            )
-        if isinstance(run_as_uid, range):
-            if (
-                len(run_as_uid) == 0
-                or run_as_uid.step != 1
-                or not (run_as_uid.start > 0 and run_as_uid.stop <= 2**32 - 1)
-            ):
-                raise ValueError(
-                    f"run_as_uid must be a non-empty range of uids, got {run_as_uid!r}"
-                )
-        elif run_as_uid is not None and (
-            type(run_as_uid) is not int or not 0 <= run_as_uid < 2**32 - 1
-        ):
-            raise ValueError(
-                f"run_as_uid must be a uid (an int from 0) or a range of them, got {run_as_uid!r}"
-            )
-        if isinstance(preload, str) or not all(
-            isinstance(m, str) and all(p.isidentifier() for p in m.split(".")) for m in preload
-        ):
-            raise ValueError(f"preload must be module names (a list of str), got {preload!r}")
-        if hash_seed is not None and (
-            type(hash_seed) is not int or not 1 <= hash_seed <= _MAX_HASH_SEED
-        ):
-            raise ValueError(
-                f"hash_seed must be an int from 1 to {_MAX_HASH_SEED}, got {hash_seed!r}"
-            )
-        self._hash_seed = hash_seed or secrets.randbelow(_MAX_HASH_SEED) + 1
+        check_options(
+            counts={
+                "max_concurrent_runs": max_concurrent_runs,
+                "max_frame_bytes": max_frame_bytes,
+                "max_file_bytes": max_file_bytes,
+                "max_open_files": max_open_files,
+                "max_log_lines": max_log_lines,
+                "max_call_bytes": max_call_bytes,
+                "max_json_values": max_json_values,
+                "prefork": prefork,
+                "max_processes": max_processes,
+            },
+            isolation=isolation,
+            run_as_uid=run_as_uid,
+            preload=preload,
+            hash_seed=hash_seed,
+        )
+        self._hash_seed = hash_seed or secrets.randbelow(MAX_HASH_SEED) + 1
         self._preload = tuple(preload)
         self._requested_isolation = isolation
         self._use_cgroups = use_cgroups
         self._max_processes = max_processes
-        self._cgroups: CgroupSet | None = None
         self._why_not_cgroups = "" if use_cgroups else "use_cgroups=False"
         self._prefork = prefork
         self._spares: list[ChildSlot] = []
         #: What spares become once contained (None: they stay Python; see ``_engine``).
         self._spare_engine: Engine | None = None
-        self._compiled: dict[tuple[str, str], bytes] = {}
-        #: The last run's heap cap: a spare's cgroup is capped so ahead of time.
-        self._heap_bytes = Limits().max_heap_mb * 1024 * 1024
+        self._compiled: Recent[tuple[str, str], bytes] = Recent(_COMPILED_KEPT)
         self._options = RunOptions(
             workdir_root=workdir_root or default_workdir_root(),
             max_frame_bytes=max_frame_bytes,
@@ -175,23 +140,18 @@ class SubprocessRuntime:
         root = os.geteuid() == 0
         # On a root host: a uid per run from a pool (the default), or one uid for all.
         self._uids = (
-            UidPool(run_as_uid or DEFAULT_UIDS, max_concurrent_runs + prefork + _ROOMS_AHEAD + 2)
+            UidPool(run_as_uid or DEFAULT_UIDS, max_concurrent_runs + prefork + ROOMS_AHEAD + 2)
             if root and not isinstance(run_as_uid, int)
             else None
         )
-        self._fixed_uid = (
-            run_as_uid if root and isinstance(run_as_uid, int) and run_as_uid else None
-        )
+        fixed_uid = run_as_uid if root and isinstance(run_as_uid, int) and run_as_uid else None
+        self._rooms = Rooms(self._options, self._uids, fixed_uid)
         self._max_concurrent = max_concurrent_runs
         self._python = python
         self._template: TemplateProcess | None = None
         self._seeded: dict[int, TemplateProcess] = {}  # by hash seed, for resumes
         self._template_lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._files: anyio.CapacityLimiter | None = None
-        # made ahead, for the next forks: cgroup, directory, uid
-        self._rooms: list[tuple[RunCgroup | None, str, int | None]] = []
-        self._filling = False
         self._runs: set[Run] = set()
         self._background = Background()
         self._watchdog = Watchdog()
@@ -225,9 +185,9 @@ class SubprocessRuntime:
 
     @property
     def cgroups(self) -> tuple[str, ...]:
-        """What per-run cgroups give runs: some of "kill", "cpu", "pids", "memory" (empty
-        without cgroups, or until started)."""
-        return self._cgroups.features if self._cgroups is not None else ()
+        """What runs' cgroups give: some of "kill", "cpu", "pids", "memory" (or none)."""
+        cgroups = self._rooms.cgroups
+        return cgroups.features if cgroups is not None else ()
 
     @property
     def why_not_cgroups(self) -> str:
@@ -236,9 +196,7 @@ class SubprocessRuntime:
 
     @property
     def containment(self) -> dict[str, Any]:
-        """What else runs get (empty until started): ``seccomp`` and ``read_only_root``
-        (bools, each with a ``why_not_...``), and ``uid``, the host uid programs run as
-        (None: the host's own, without capabilities)."""
+        """What else runs get, as the template settled it (README "Security"; {} until then)."""
         if self._template is None:
             return {}
         return {
@@ -277,10 +235,8 @@ class SubprocessRuntime:
         max_state_bytes: int = MAX_STATE_BYTES,
         commit_on_failure: bool = False,
     ) -> Session:
-        """A session: runs one after another, each in a fresh child, carrying the program's
-        module globals (``async with rt.session() as s: await s.run(...)``); ``state`` is a
-        blob an earlier session left (``Session.state``); ``commit_on_failure`` keeps the names
-        a failed run assigned before its exception, as Python's REPL does."""
+        """Runs that carry the program's globals, from ``state`` (``Session.state``) on; with
+        ``commit_on_failure``, also a failed run's, up to its exception (as Python's REPL)."""
         return Session(self, state, max_state_bytes, commit_on_failure)
 
     async def run(
@@ -290,12 +246,8 @@ class SubprocessRuntime:
         resume: Journal | None = None,
         decisions: Mapping[str, Decision] | None = None,
     ) -> RunResult:
-        """Run one program in a fresh child; resolves with the result whatever the program did.
-
-        It returns once the result is known and no process of the run can execute again;
-        the run's resources are released in the background (``aclose()`` waits for them).
-        ``resume``: a journal of the program to replay first (``CodeRuntime.run``).
-        """
+        """Run one program in a fresh child (replaying ``resume``'s journal first); returns
+        once no process of the run can execute again, whatever the program did."""
         result, _ = await self._run_in_session(request, None, 0, resume=resume, decisions=decisions)
         return result
 
@@ -383,7 +335,7 @@ class SubprocessRuntime:
                 template = await self._seeded_template(ledger.seeds.hash)
             if self._closed:
                 return self._failed_before_start(closed), None
-            self._heap_bytes = request.limits.max_heap_mb * 1024 * 1024
+            self._rooms.heap_bytes = request.limits.max_heap_mb * 1024 * 1024
             slot = await self._take_slot(template, self._engine(request))
             run = self._make_run(request, code, slot, session, ledger)
             self._runs.add(run)
@@ -424,7 +376,7 @@ class SubprocessRuntime:
         finally:
             try:
                 with anyio.CancelScope(shield=True):  # file system work: off the event loop
-                    await self._in_worker(self._free_room, run.slot)
+                    await self._rooms.in_worker(self._rooms.free, run.slot)
             finally:
                 limiter.release_on_behalf_of(ticket)
                 self._leave()
@@ -432,25 +384,21 @@ class SubprocessRuntime:
     async def _compile(self, program: str, policy: Policy) -> bytes:
         """The marshalled code of ``program`` (b"": the child compiles it); the last few are
         kept, as agents repeat programs. Raises ``ProgramRejected``."""
-        key = (program, policy)
-        code = self._compiled.get(key)
+        code = self._compiled.get((program, policy))
         if code is not None:
-            self._compiled[key] = self._compiled.pop(key)  # most recently used last
             return code
         if len(program) > _COMPILE_INLINE:
             # Compiling holds the GIL for as long as it takes (a thread would not help): a
             # long program is compiled by its child, which reports a failure as `parse`.
             return b""
         code = marshal.dumps(compile_program(program, policy))
-        self._compiled[key] = code
-        if len(self._compiled) > _COMPILED_KEPT:
-            del self._compiled[next(iter(self._compiled))]
+        self._compiled.put((program, policy), code)
         return code
 
     def _failed_before_start(self, error: RunError) -> RunResult:
         """The result of a run that failed before any child was involved."""
         stats = RunStats(
-            isolation=self.isolation, compute_ms=0.0, wall_ms=0.0, calls=0, dropped_frames=0
+            isolation=self.isolation, compute_ms=0, wall_ms=0, calls=0, dropped_frames=0
         )
         return RunResult(logs=[], error=error, stats=stats)
 
@@ -467,20 +415,16 @@ class SubprocessRuntime:
                     self._template = None
                 if self._closed:
                     raise RuntimeClosedError("this SubprocessRuntime is closed; create a new one")
-                await self._first_start()
+                if not self._swept:
+                    await self._rooms.open()
+                    self._swept = True
                 template = TemplateProcess(
                     self._python, self._template_config(), hash_seed=self._hash_seed
                 )
                 self._template = template  # before it is ready: aclose() must find it
                 await template.start()
-                if self._use_cgroups and self._cgroups is None:
-                    # off the event loop: the first time, a probe process has to start
-                    self._cgroups, why_not = await anyio.to_thread.run_sync(
-                        CgroupSet.create, self._max_processes
-                    )
-                    self._why_not_cgroups = why_not
-                    if self._cgroups is None:
-                        _log.info("dsh-code: runs go without cgroups: %s", why_not)
+                if self._use_cgroups and self._rooms.cgroups is None:
+                    self._why_not_cgroups = await self._rooms.open_cgroups(self._max_processes)
                 if self._requested_isolation == "auto" and template.isolation != "namespaces":
                     _log.warning(
                         "dsh-code: namespaces are not available (%s); runs use the process level",
@@ -490,13 +434,9 @@ class SubprocessRuntime:
 
     def _template_config(self, isolation: str | None = None) -> TemplateConfig:
         """What every template of this runtime settles (``isolation``: the level asked for)."""
-        if self._uids is not None:
-            uids = self._uids.uids
-        else:
-            uids = [self._fixed_uid] if self._fixed_uid is not None else []
         return TemplateConfig(
             isolation=isolation or self._requested_isolation,  # type: ignore[arg-type]
-            run_uids=uids,
+            run_uids=self._rooms.run_uids(),
             preload=list(self._preload),
             network=self._network,
             workdir_root=self._options.workdir_root,
@@ -524,27 +464,6 @@ class SubprocessRuntime:
                 await template.start()
             self._seeded[seed] = template
             return template
-
-    async def _first_start(self) -> None:
-        """Once per runtime: check the working directories' root, sweep what dead runtimes
-        left there."""
-        if self._swept:
-            return
-        root = self._options.workdir_root
-        uid = self._fixed_uid
-        if self._uids is not None:
-            await self._in_worker(self._uids.open)
-            uid = self._uids.uids[0]
-        if uid is not None and not await self._in_worker(searchable_by, root, uid, uid):
-            raise RuntimeEnvironmentError(
-                f"workdir_root {root} is not searchable by uid {uid}, a uid programs run as on "
-                "this root host: make every directory on the way searchable by others (chmod "
-                "o+x), choose another workdir_root, or pass run_as_uid=0"
-            )
-        self._swept = True
-        removed = await self._in_worker(sweep_stale, root)
-        if removed:
-            _log.info("dsh-code: removed %d run directories left by dead runtimes", removed)
 
     async def _take_slot(self, template: TemplateProcess, engine: Engine | None) -> ChildSlot:
         """A spare child if one is ready, else a fresh fork; either way the next spare is
@@ -593,85 +512,40 @@ class SubprocessRuntime:
                 engine=engine,
             )
         except BaseException:
-            if cgroup is not None and self._cgroups is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._in_worker(self._cgroups.release, cgroup)
-            if uid is not None and self._uids is not None:
-                self._uids.give(uid)
+            with anyio.CancelScope(shield=True):
+                await self._rooms.in_worker(self._rooms.give_back, cgroup, uid)
             raise
 
-    async def _room(self) -> tuple[RunCgroup | None, str, int | None]:
-        """A child's cgroup, directory and uid: one made ahead of time (a run then waits for
-        no thread), else one made now; the stock is refilled in the background."""
-        room = self._rooms.pop() if self._rooms else None
-        if not self._filling and not self._closed:
-            self._filling = True
+    async def _room(self) -> Room:
+        """A child's room: one made ahead of time (a run then waits for no thread), else one
+        made now; the stock is refilled in the background."""
+        rooms = self._rooms
+        room = rooms.stock.pop() if rooms.stock else None
+        if not rooms.filling and not self._closed:
+            rooms.filling = True
             self._entered += 1  # aclose() waits for it, and frees what it made
             self._background.spawn(self._fill_rooms, what="making children's directories")
         if room is not None:
             return room
         with anyio.CancelScope(shield=True):  # what the thread makes is not lost
-            made = await self._in_worker(self._make_room)
+            made = await rooms.in_worker(rooms.make)
         return made
 
     async def _fill_rooms(self) -> None:
+        rooms = self._rooms
         try:
-            while len(self._rooms) < _ROOMS_AHEAD and not self._closed:
+            while len(rooms.stock) < ROOMS_AHEAD and not self._closed:
                 with anyio.CancelScope(shield=True):
-                    self._rooms.append(await self._in_worker(self._make_room))
+                    rooms.stock.append(await rooms.in_worker(rooms.make))
         finally:
-            self._filling = False
+            rooms.filling = False
             self._leave()
-
-    async def _in_worker(self, work: Callable[..., T], *args: Any) -> T:
-        """Run file system work off the event loop, one piece at a time: in one worker
-        thread however many runs overlap (a runtime adds no threads as it goes)."""
-        if self._files is None:
-            self._files = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(work, *args, limiter=self._files)
-
-    def _make_room(self) -> tuple[RunCgroup | None, str, int | None]:
-        """A child's cgroup (its memory capped as the last run's, so a run like it writes
-        nothing), uid and private directory (that uid's): file system work, for a worker
-        thread."""
-        cgroup = None
-        if self._cgroups is not None:
-            try:
-                cgroup = self._cgroups.new_run()
-            except OSError as exc:
-                _log.warning("dsh-code: a run goes without cgroups: %s", exc)
-            else:
-                with contextlib.suppress(OSError):  # the run tries again, and says so
-                    cgroup.limit_memory(self._heap_bytes)
-        uid = self._uids.take() if self._uids is not None else self._fixed_uid
-        try:
-            return cgroup, make_workdir(self._options.workdir_root, uid), uid
-        except BaseException:
-            if cgroup is not None and self._cgroups is not None:
-                self._cgroups.release(cgroup)
-            if self._uids is not None and uid is not None:
-                self._uids.give(uid)
-            raise
-
-    def _free_room(self, slot: ChildSlot) -> None:
-        """Remove a child's directory, give its cgroup and uid back (for a worker thread)."""
-        slot.remove_workdir()
-        self._release_slot(slot)
 
     async def _free_room_later(self, slot: ChildSlot) -> None:
         try:
-            await self._in_worker(self._free_room, slot)
+            await self._rooms.in_worker(self._rooms.free, slot)
         finally:
             self._leave()
-
-    def _release_slot(self, slot: ChildSlot) -> None:
-        """Its processes are gone (or killed): its cgroup and uid may serve another child."""
-        if slot.cgroup is not None and self._cgroups is not None:
-            self._cgroups.release(slot.cgroup)
-            slot.cgroup = None
-        if slot.own_uid and slot.uid is not None and self._uids is not None:
-            self._uids.give(slot.uid)
-            slot.own_uid = False
 
     async def _replenish(self) -> None:
         """Ask for spares up to ``prefork``. Only requests: the template forks them while the
@@ -714,26 +588,9 @@ class SubprocessRuntime:
             for seeded in self._seeded.values():
                 await seeded.aclose()
             self._seeded = {}
-            await self._in_worker(self._close_files)
-
-    def _close_files(self) -> None:
-        """The closing runtime's file system work and threads (for a worker thread)."""
-        for spare in self._spares:
-            self._free_room(spare)
-        self._spares = []
-        for cgroup, workdir, uid in self._rooms:
-            remove_tree(workdir)
-            if cgroup is not None and self._cgroups is not None:
-                self._cgroups.release(cgroup)
-            if uid is not None and self._uids is not None:
-                self._uids.give(uid)
-        self._rooms = []
-        if self._cgroups is not None:
-            self._cgroups.close()
-            self._cgroups = None
-        if self._uids is not None:
-            self._uids.close()
-        self._watchdog.stop()
+            await self._rooms.in_worker(self._rooms.close, self._spares)
+            self._spares = []
+            await anyio.to_thread.run_sync(self._watchdog.stop)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._runs)} running"

@@ -171,16 +171,20 @@ class TemplateProcess:
                 except BlockingIOError:
                     await anyio.wait_writable(sock)
 
-    def watch(self, pid: int, deadline: float, budget_ns: int, fds: list[int]) -> bool:
+    def watch(
+        self, pid: int, deadline: float, budget_ns: int, fds: list[int], locate_ms: int = 0
+    ) -> bool:
         """Ask the template to enforce a run's budgets (any thread; no wait): its wall
-        ``deadline`` (monotonic s), compute ``budget_ns`` from now, and its cgroup's fds
-        (``RunCgroup.watch_fds``); False if the request could not be sent now."""
+        ``deadline`` (monotonic s), compute ``budget_ns`` from now, its cgroup's fds
+        (``RunCgroup.watch_fds``), and ``locate_ms`` for the program to say where it is
+        before the kill; False if the request could not be sent now."""
         sock = self._sock
         if sock is None:
             return False
         payload = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
         try:
-            sock.sendmsg([watch_request(pid, deadline, budget_ns)], payload if fds else [])
+            request = watch_request(pid, deadline, budget_ns, locate_ms)
+            sock.sendmsg([request], payload if fds else [])
         except OSError:
             return False
         return True

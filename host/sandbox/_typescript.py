@@ -25,6 +25,7 @@ import anyio
 from host.sandbox._deno import child_argv
 from host.sandbox._frontend import TypeScriptFrontEnd
 from host.sandbox._options import SessionState
+from host.sandbox._recent import Recent
 from host.sandbox._run import Run
 from host.sandbox._runtime import SubprocessRuntime
 from host.sandbox._session import MAX_STATE_BYTES, Session
@@ -188,7 +189,7 @@ class TypeScriptRuntime(SubprocessRuntime):
         self._spare_engine = self._engine_for(Limits().max_heap_mb)
         # It only parses, never runs a program: an unprivileged uid no run has is enough.
         self._frontend = TypeScriptFrontEnd(run_uid=_FRONTEND_UID if os.geteuid() == 0 else None)
-        self._js: dict[str, bytes] = {}
+        self._js: Recent[str, bytes] = Recent(_COMPILED_KEPT)
         self._spares_floor = prefork
         self._hits = 0
 
@@ -265,15 +266,12 @@ class TypeScriptRuntime(SubprocessRuntime):
         """The module the child imports (raises ``ProgramRejected``); the last few are kept."""
         code = self._js.get(program)
         if code is not None:
-            self._js[program] = self._js.pop(program)  # most recently used last
             return code
         code = await self._frontend.compile(program)
         if not self._engine_base:  # the front end is a Deno process too: its size is Deno's
             self._engine_base = self._frontend.data_bytes()
             self._spare_engine = self._engine_for(Limits().max_heap_mb)
-        self._js[program] = code
-        if len(self._js) > _COMPILED_KEPT:
-            del self._js[next(iter(self._js))]
+        self._js.put(program, code)
         return code
 
     def _engine_for(self, heap_mb: int) -> Engine:
