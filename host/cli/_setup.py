@@ -145,7 +145,7 @@ class RuntimeOptions:
             options.preload,
             ray,
             cluster,
-            hash_seed,
+            hash_seed=hash_seed,
         )
 
     def subprocess_options(self) -> dict[str, Any]:

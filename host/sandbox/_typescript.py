@@ -194,7 +194,11 @@ class TypeScriptRuntime(SubprocessRuntime):
         self._hits = 0
 
     def session(
-        self, *, state: bytes | None = None, max_state_bytes: int = MAX_STATE_BYTES
+        self,
+        *,
+        state: bytes | None = None,
+        max_state_bytes: int = MAX_STATE_BYTES,
+        commit_on_failure: bool = False,
     ) -> Session:
         """Sessions are for Python programs only: raises ``RuntimeUsageError``."""
         raise RuntimeUsageError(

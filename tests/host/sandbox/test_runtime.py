@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
+from host.sandbox._rooms import ROOMS_AHEAD
 from runtime import Limits, RunRequest, RunResult, ToolCallError
 from tests.host.sandbox.conftest import can_still_run, settled
 from tests.host.sandbox.hostile import bridge_helpers
@@ -337,8 +338,9 @@ async def test_two_hundred_runs_leave_nothing_behind(rt: SubprocessRuntime) -> N
     await settled(rt)
     # the same count: a spare's pipes change numbers, not count
     assert len(open_fds(but_cgroups=True)) == fds
-    if rt._cgroups is not None:  # cgroups kept for reuse: no more than runs can overlap
-        assert len(rt._cgroups._free) <= rt._max_concurrent + rt._prefork
+    cgroups = rt._rooms.cgroups
+    if cgroups is not None:  # cgroups kept for reuse: no more than runs (and rooms) can overlap
+        assert len(cgroups._free) <= rt._max_concurrent + rt._prefork + ROOMS_AHEAD
     template = rt._template
     assert template is not None and template.pid is not None
     with anyio.fail_after(5):  # killed children are reaped, the next spares are forked

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from host.sandbox import SubprocessRuntime
+from host.sandbox._rooms import ROOMS_AHEAD
 from runtime import Limits, RunRequest, RunResult
 from tests.host.sandbox.conftest import live_children, open_fds, settled
 
@@ -105,8 +106,9 @@ async def test_mixed_runs_keep_fds_threads_children_and_memory_flat(rt: Subproce
     await settled(rt)
     # as many as after the warm-up: a spare's pipes may change numbers, not count
     assert len(open_fds(but_cgroups=True)) == len(baseline["fds"])
-    if rt._cgroups is not None:  # cgroups kept for reuse: no more than runs can overlap
-        assert len(rt._cgroups._free) <= rt._max_concurrent + rt._prefork
+    cgroups = rt._rooms.cgroups
+    if cgroups is not None:  # cgroups kept for reuse: no more than runs (and rooms) can overlap
+        assert len(cgroups._free) <= rt._max_concurrent + rt._prefork + ROOMS_AHEAD
     # No thread may be added; one may go: an idle worker of anyio's thread pool (a runtime
     # makes its cgroups in one when it starts) exits after 10 s without work.
     threads, os_threads = _threads()

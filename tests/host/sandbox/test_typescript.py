@@ -248,8 +248,7 @@ async def test_the_spare_pool_grows_when_runs_find_no_spare_ready(workdir_root: 
     async with TypeScriptRuntime(workdir_root=workdir_root, prefork=1) as ts:
         for spare in ts._spares:  # taken from under the runtime: the next run finds none
             spare.discard()
-            ts._release_cgroup(spare)
-            spare.remove_workdir()
+            ts._rooms.free(spare)
         ts._spares = []
         assert ts._prefork == 1
         result = await ts.run(RunRequest(program="return 1;"))
