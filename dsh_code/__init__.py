@@ -3,7 +3,7 @@
 Every name is imported on first use (PEP 562): ``import dsh_code`` loads nothing but this
 module, and a framework only when its adapter is used. The names live in the repository's
 packages (``runtime``, ``host.*``, ``sdkgen``), which stay importable; this module re-exports
-them, the same objects.
+them, the same objects. Written by ``scripts/gen_dsh_code.py``: do not edit by hand.
 """
 
 from __future__ import annotations
@@ -32,14 +32,21 @@ if TYPE_CHECKING:
         DISPATCH_EVENT,
         DISPATCH_START_EVENT,
         INSTRUCTIONS,
+        MIN_MODEL_OUTPUT_BYTES,
         PERSISTENT_NOTE,
         SYNC_INSTRUCTIONS,
+        TYPESCRIPT_INSTRUCTIONS,
         CodeMode,
         CodeModeConfig,
         CodeModeSession,
         CodeRunFailed,
+        ModelText,
         SdkSection,
         SubCallScheduler,
+        cut_to_budget,
+        failure_text,
+        left_out_line,
+        success_text,
     )
     from host.mcp import (
         DshSandboxProvider,
@@ -53,6 +60,13 @@ if TYPE_CHECKING:
         Session,
         SubprocessRuntime,
         TemplateStartError,
+        TypeScriptRuntime,
+        deno_binary,
+    )
+    from host.telemetry import (
+        TelemetrySettings,
+        configure,
+        trace_run,
     )
     from host.tools import (
         RUN_CODE,
@@ -78,6 +92,7 @@ if TYPE_CHECKING:
         Object,
         OneOf,
         Output,
+        Pause,
         PostDecision,
         ReadCard,
         RepeatReminderConfig,
@@ -133,11 +148,18 @@ if TYPE_CHECKING:
         FAILURE_KINDS,
         AbortSignalLike,
         Binding,
+        CallFailure,
         CallInfo,
         CallStyle,
         CodeRuntime,
+        Decision,
         FailureKind,
+        HoldCall,
+        Journal,
+        JournalCall,
+        JournalError,
         Limits,
+        PendingCall,
         RunError,
         RunRequest,
         RunResult,
@@ -145,6 +167,7 @@ if TYPE_CHECKING:
         RuntimeClosedError,
         RuntimeEnvironmentError,
         RuntimeUsageError,
+        Seeds,
         ToolCallError,
         current_call,
         json_problem,
@@ -162,9 +185,11 @@ __all__ = (
     "DISPATCH_START_EVENT",
     "FAILURE_KINDS",
     "INSTRUCTIONS",
+    "MIN_MODEL_OUTPUT_BYTES",
     "PERSISTENT_NOTE",
     "RUN_CODE",
     "SYNC_INSTRUCTIONS",
+    "TYPESCRIPT_INSTRUCTIONS",
     "AbortController",
     "AbortSignal",
     "AbortSignalLike",
@@ -174,6 +199,7 @@ __all__ = (
     "BareSchema",
     "Binding",
     "Boolean",
+    "CallFailure",
     "CallInfo",
     "CallStyle",
     "ClusterError",
@@ -182,6 +208,7 @@ __all__ = (
     "CodeModeSession",
     "CodeRunFailed",
     "CodeRuntime",
+    "Decision",
     "Deny",
     "DiffCard",
     "DshCodeToolset",
@@ -193,20 +220,27 @@ __all__ = (
     "FrozenList",
     "FunctionTool",
     "GenericCard",
+    "HoldCall",
     "InProcessRuntime",
     "Integer",
+    "Journal",
+    "JournalCall",
+    "JournalError",
     "Json",
     "Limits",
     "McpError",
     "McpServeConfig",
     "McpServerSpec",
     "McpServers",
+    "ModelText",
     "Node",
     "Null",
     "Number",
     "Object",
     "OneOf",
     "Output",
+    "Pause",
+    "PendingCall",
     "PostDecision",
     "RayRuntime",
     "ReadCard",
@@ -227,10 +261,12 @@ __all__ = (
     "ScopeError",
     "SdkSection",
     "SearchCard",
+    "Seeds",
     "Session",
     "String",
     "SubCallScheduler",
     "SubprocessRuntime",
+    "TelemetrySettings",
     "TemplateStartError",
     "TerminalCard",
     "ToolCall",
@@ -247,15 +283,20 @@ __all__ = (
     "ToolSchema",
     "ToolsConfig",
     "ToolsError",
+    "TypeScriptRuntime",
     "WebCard",
     "WithContent",
     "anthropic_tools",
     "canonical_json",
     "card_to_dict",
+    "configure",
     "current_call",
+    "cut_to_budget",
     "define_tool",
+    "deno_binary",
     "dsh_eval_fn",
     "elicitation_ask_handler",
+    "failure_text",
     "find_tools",
     "freeze",
     "from_json_schema",
@@ -263,6 +304,7 @@ __all__ = (
     "hint_to_node",
     "is_concurrency_safe",
     "json_problem",
+    "left_out_line",
     "normalize_content",
     "openai_tools",
     "present_call",
@@ -271,10 +313,12 @@ __all__ = (
     "run_tool_calls",
     "schema",
     "shared_runtime",
+    "success_text",
     "thaw",
     "timeout_policy",
     "to_json_schema",
     "tool",
+    "trace_run",
     "typescript_sdk",
     "user_context",
     "validate",
@@ -283,19 +327,22 @@ __all__ = (
 #: Each name's public module: the names it gives, space-separated.
 _NAMES_BY_HOME = {
     "runtime": (
-        "FAILURE_KINDS AbortSignalLike Binding CallInfo CallStyle CodeRuntime FailureKind "
-        "Limits RunError RunRequest RunResult RunStats RuntimeClosedError "
-        "RuntimeEnvironmentError RuntimeUsageError ToolCallError current_call json_problem"
+        "FAILURE_KINDS AbortSignalLike Binding CallFailure CallInfo CallStyle CodeRuntime "
+        "Decision FailureKind HoldCall Journal JournalCall JournalError Limits PendingCall "
+        "RunError RunRequest RunResult RunStats RuntimeClosedError RuntimeEnvironmentError "
+        "RuntimeUsageError Seeds ToolCallError current_call json_problem"
     ),
-    "host.sandbox": "Session SubprocessRuntime TemplateStartError",
+    "host.sandbox": "Session SubprocessRuntime TemplateStartError TypeScriptRuntime deno_binary",
     "host.codemode": (
-        "DISPATCH_EVENT DISPATCH_START_EVENT INSTRUCTIONS PERSISTENT_NOTE SYNC_INSTRUCTIONS "
-        "CodeMode CodeModeConfig CodeModeSession CodeRunFailed SdkSection SubCallScheduler"
+        "DISPATCH_EVENT DISPATCH_START_EVENT INSTRUCTIONS MIN_MODEL_OUTPUT_BYTES "
+        "PERSISTENT_NOTE SYNC_INSTRUCTIONS TYPESCRIPT_INSTRUCTIONS CodeMode CodeModeConfig "
+        "CodeModeSession CodeRunFailed ModelText SdkSection SubCallScheduler cut_to_budget "
+        "failure_text left_out_line success_text"
     ),
     "host.tools": (
         "RUN_CODE AbortController AbortSignal Allow Array Ask BareSchema Boolean Deny "
         "DiffCard ErrorCode FrozenDict FrozenList FunctionTool GenericCard Integer Json Node "
-        "Null Number Object OneOf Output PostDecision ReadCard RepeatReminderConfig "
+        "Null Number Object OneOf Output Pause PostDecision ReadCard RepeatReminderConfig "
         "RepeatToolReminder ReservedToolNameError SchemaDSL SchemaError SchemaLimits Scope "
         "ScopeError SearchCard String TerminalCard ToolCall ToolCallRequest ToolDefinition "
         "ToolDefinitionError ToolError ToolFailure ToolRegistry ToolResult ToolResultEvent "
@@ -311,10 +358,11 @@ _NAMES_BY_HOME = {
     "host.adapters.pydantic_ai": "DshCodeToolset",
     "host.adapters.langgraph": "dsh_eval_fn",
     "host.mcp": (
-        "DshSandboxProvider McpError McpServeConfig McpServerSpec McpServers "
+        "DshSandboxProvider McpError McpServeConfig McpServers McpServerSpec "
         "elicitation_ask_handler"
     ),
     "host.cluster": "ClusterError RayRuntime",
+    "host.telemetry": "TelemetrySettings configure trace_run",
     "sdkgen": "python_sdk typescript_sdk",
 }
 _HOMES = {name: home for home, names in _NAMES_BY_HOME.items() for name in names.split()}

@@ -99,3 +99,16 @@ def test_python_m_dsh_code_is_the_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("dsh-code ")
+
+
+def test_the_module_is_what_its_generator_writes() -> None:
+    # Every public name a core package adds reaches dsh_code when the generator runs again.
+    root = SOURCE.parent.parent
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts" / "gen_dsh_code.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
