@@ -6,10 +6,11 @@ could otherwise place a child in any cgroup it can open, with ``CLONE_INTO_CGROU
 namespaces, no mounts, no keyrings, no kernel modules, BPF, perf, io_uring and the like. A
 program of another architecture's ABI (``int 0x80``) is killed.
 
-A program acts on itself only: the calls that read or change another process's limits,
-priority, scheduling, I/O priority, memory or file descriptors take pid (or who) 0, "this
-process", or fail with ``EPERM`` (the kernel checks them only by uid, so another run of the
-same uid would be within reach). Without ``network``, a program has no sockets but
+A program acts on itself only: the calls that change another process's limits, priority,
+scheduling or I/O priority, or read its limits, memory or file descriptors, take pid (or who)
+0, "this process", or fail with ``EPERM`` (the kernel checks them only by uid, so another run
+of the same uid would be within reach). Reading scheduling settings stays open: libc asks for
+them by thread id (``pthread_getattr_np``, which Deno's threads call), and they tell nothing. Without ``network``, a program has no sockets but
 ``socketpair`` (stream or seqpacket): ``socket``, ``bind``, ``connect``, ``listen`` and
 ``accept`` fail with ``EPERM``, so no run can reach another, the host's services or its
 network through any address family, nor squat a name another would use.
@@ -79,21 +80,14 @@ IPC = ["shmget", "msgget", "semget", "mq_open"]
 ON_OTHERS = {
     "prlimit64": 0,
     "sched_setaffinity": 0,
-    "sched_getaffinity": 0,
     "sched_setscheduler": 0,
-    "sched_getscheduler": 0,
     "sched_setparam": 0,
-    "sched_getparam": 0,
     "sched_setattr": 0,
-    "sched_getattr": 0,
-    "sched_rr_get_interval": 0,
     "migrate_pages": 0,
     "move_pages": 0,
     "get_robust_list": 0,
     "setpriority": 1,  # (which, who): who 0 is the caller; which must be PRIO_PROCESS
-    "getpriority": 1,
     "ioprio_set": 1,  # (which, who): who 0 is the caller; which must be IOPRIO_WHO_PROCESS
-    "ioprio_get": 1,
 }
 #: Calls on another process's memory or fds, or comparing processes: never.
 _ON_OTHERS_ALWAYS = [
@@ -133,9 +127,7 @@ def _act_on_self_only(rules: Any, seccomp: Any) -> None:
         _add(rules, eperm, name, seccomp.Arg(index, seccomp.NE, 0))
     for name, which in (
         ("setpriority", _PRIO_PROCESS),
-        ("getpriority", _PRIO_PROCESS),
         ("ioprio_set", _IOPRIO_WHO_PROCESS),
-        ("ioprio_get", _IOPRIO_WHO_PROCESS),
     ):
         _add(rules, eperm, name, seccomp.Arg(0, seccomp.NE, which))
     for name in _ON_OTHERS_ALWAYS:

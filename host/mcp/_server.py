@@ -112,6 +112,8 @@ def render_run(
         structured = {"logs": logs}
         if result.has_value:
             structured["result"] = result.value
+        if result.value_is_repr:  # the repr() text of a bare last expression that is not JSON
+            structured["result_is_repr"] = True
     else:
         structured = {"code": "CODE_RUN_FAILED", "code_run": {**error, "logs": logs}}
     if shown.is_cut:  # the structured content must not carry what the text left out

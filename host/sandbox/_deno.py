@@ -14,7 +14,14 @@ import os
 
 from runtime import RuntimeEnvironmentError
 
-__all__ = ("CHILD_SCRIPT", "FRONTEND_SCRIPT", "child_argv", "deno_binary", "frontend_argv")
+__all__ = (
+    "CHILD_ENV",
+    "CHILD_SCRIPT",
+    "FRONTEND_SCRIPT",
+    "child_argv",
+    "deno_binary",
+    "frontend_argv",
+)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: The child's bootstrap: what runs in a TypeScript run's contained process.
@@ -22,6 +29,11 @@ CHILD_SCRIPT = os.path.join(os.path.dirname(_HERE), os.pardir, "runtime", "_type
 CHILD_SCRIPT = os.path.normpath(CHILD_SCRIPT)
 #: The host's front end: strips a program's types, finds its syntax errors.
 FRONTEND_SCRIPT = os.path.join(_HERE, "_typescript_frontend.js")
+
+#: A child's whole environment. Deno wants a cache directory, from DENO_DIR or the uid's home
+#: (a run's uid has none): one that cannot exist (the root is read-only), so nothing is
+#: cached and nothing read from a cache.
+CHILD_ENV = {"DENO_DIR": "/nonexistent/dsh-code-deno"}
 
 #: No permission, no prompt, nothing from outside, no configuration found by walking up.
 _LOCKED_DOWN = (

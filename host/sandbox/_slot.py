@@ -7,6 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from host.sandbox._cgroup import RunCgroup
+from host.sandbox._deno import CHILD_ENV
 from host.sandbox._fdio import close_fd, read_some
 from host.sandbox._template import TemplateProcess
 from host.sandbox._workdir import remove_tree
@@ -118,6 +119,7 @@ class ChildSlot:
             warm_up=warm_up,
             max_processes=max_processes if own_uid else 0,
             exec_argv=list(engine.argv) if engine is not None else [],
+            exec_env=dict(CHILD_ENV) if engine is not None else {},
             exec_data_bytes=engine.data_bytes if engine is not None else 0,
         )
         try:

@@ -119,11 +119,16 @@ def test_the_model_reads_its_failure_without_names_of_ours(before: set[int]) -> 
     model = Scripted(["print('before')\nlookup('tau')", "final_answer('done')"])
     with _agent(model, DshExecutor()) as agent:
         assert agent.run("find tau") == "done"
+        # smolagents' own executor's first line, then the program's traceback: the tool's own
+        # exception type, the model's line, nothing of dsh-code's
         assert str(agent.memory.steps[1].error) == (
+            "Code execution failed at line 'lookup('tau')' due to: "
+            "KeyError: lookup: 'no such key: tau' (TOOL_ERROR)\n"
             "Traceback (most recent call last):\n"
             '  File "<program>", line 2, in <module>\n'
             "    lookup('tau')\n"
-            "ToolCallError: lookup: 'no such key: tau' (TOOL_ERROR)"
+            "    ^^^^^^^^^^^^^\n"
+            "KeyError: lookup: 'no such key: tau' (TOOL_ERROR)"
         )
 
 

@@ -204,11 +204,13 @@ async def test_a_journal_over_its_bound_fails_the_run_clearly(rt: SubprocessRunt
 
 
 async def test_plain_calls_from_threads_replay(rt: SubprocessRuntime) -> None:
+    # Calls match in the order of issue: threads that raced to issue would race again on the
+    # replay (README, "Durable runs"), so these issue in turn, each from a worker thread.
     shop = Shop()
     program = (
         "from concurrent.futures import ThreadPoolExecutor\n"
         "with ThreadPoolExecutor(2) as pool:\n"
-        "    got = list(pool.map(lambda n: tools.charge(amount=n), [1, 2]))\n"
+        "    got = [pool.submit(tools.charge, amount=n).result() for n in (1, 2)]\n"
         "tools.send_receipt(to='f')\n"
         "return sorted(g['amount'] for g in got)\n"
     )
