@@ -35,7 +35,9 @@ from runtime._wire import (
 __all__ = ("Bridge", "CallStyle", "PendingCall", "make_binding")
 
 _MAX_REPLY_FRAME = 1 << 31
-_READ_SIZE = 1 << 20
+#: A pipe's default capacity: a larger read buffer costs its allocation on every read
+#: (1 MiB: ~15 µs per call's reply, 64 KiB: ~1 µs).
+_READ_SIZE = 1 << 16
 _host_decoder = msgspec.json.Decoder(HostMessage)
 CallStyle = Literal["async", "sync"]
 

@@ -1,9 +1,11 @@
-"""Shared fixtures: the anyio backends every async test runs under."""
+"""Shared fixtures: the anyio backends every async test runs under; the test matrix."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -74,3 +76,34 @@ ALL_BACKENDS = [
 def anyio_backend(request: pytest.FixtureRequest) -> Any:
     """Run each anyio test under asyncio and under trio."""
     return request.param
+
+
+#: ``DSH_TEST_MATRIX=full`` runs every test under every event loop and every isolation level.
+#: By default (``scripts/test``, CI) a test parametrized by both runs under each event loop
+#: once, at one isolation level, alternating with the loop and from one test to the next, so
+#: every pair is still run by about half the tests: the whole matrix took CI past its time.
+MATRIX_ENV = "DSH_TEST_MATRIX"
+
+
+def half_of_the_matrix(item: pytest.Item) -> bool:
+    """Whether ``item`` is run when the matrix is halved."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or not {"anyio_backend", "isolation"} <= callspec.indices.keys():
+        return True
+    rest = "-".join(
+        f"{k}={v}"
+        for k, v in sorted(callspec.indices.items())
+        if k not in ("anyio_backend", "isolation")
+    )
+    turn = zlib.crc32(f"{item.path.name}::{item.originalname}[{rest}]".encode())  # type: ignore[attr-defined]
+    return (callspec.indices["anyio_backend"] + callspec.indices["isolation"] + turn) % 2 == 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Halve the event loop by isolation level matrix unless the full one is asked for."""
+    if os.environ.get(MATRIX_ENV) == "full":
+        return
+    kept = [item for item in items if half_of_the_matrix(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if not half_of_the_matrix(i)])
+        items[:] = kept

@@ -207,6 +207,14 @@ class Run(Intake):
             error = self._located(error)
         value = self.value if error is None else msgspec.UNSET
         stats = self._stats()
+        if (
+            error is not None
+            and error.budget == "compute"
+            and stats.compute_ms < self.limits.compute_ms
+        ):
+            # a CPU timer fired at the budget, but the cgroup's count lags it by up to a
+            # scheduler tick, and the process it would have read is gone
+            stats = msgspec.structs.replace(stats, compute_ms=float(self.limits.compute_ms))
         dropped: dict[str, str] = {}
         if self.state is not None and (error is None or keeps_state(self.session, error)):
             stats = msgspec.structs.replace(stats, state_bytes=len(self.state.blob))
