@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python -m benchmarks [--quick] [--out DIR] [--only SECTION,...]``.
 Sections: startup, calls, compute, budgets, preload, sessions, load, heap, output, flood,
-scale, resume, tracing (all by default, in that order). ``--quick``
+scale, resume, tracing, hostile (all by default, in that order). ``--quick``
 is a small version (under about a minute); the full run takes several minutes.
 """
 
@@ -25,6 +25,7 @@ from benchmarks import (
     _compute,
     _flood,
     _heap,
+    _hostile,
     _load,
     _output,
     _preload,
@@ -53,6 +54,7 @@ SECTIONS: dict[str, Callable[[Config], Awaitable[Section]]] = {
     "scale": _scale.run,
     "resume": _resume.run,
     "tracing": _tracing.run,
+    "hostile": _hostile.run,
 }
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
