@@ -41,6 +41,7 @@ ALL_SECTIONS = (
     "scale",
     "resume",
     "tracing",
+    "hostile",
 )
 
 

@@ -41,6 +41,7 @@ from runtime._exec import exec_engine
 from runtime._privileges import (
     become,
     clear_capabilities,
+    defer_repeats,
     drop_bounding_set,
     join_new_session_keyring,
     load_seccomp,
@@ -301,6 +302,9 @@ def _dump_stacks_at_budgets(where_w: int) -> None:
     holds the interpreter does not delay it), then die of the signal as before."""
     if where_w >= 0:
         faulthandler.register(signal.SIGXCPU, file=where_w, all_threads=True, chain=True)
+        # Our timer, the template and the host's watchdog may each ask: one arriving
+        # mid-dump waits for it (then dumps again, and the default action ends the process).
+        defer_repeats(signal.SIGXCPU)
 
 
 def _streams() -> None:

@@ -101,6 +101,7 @@ class CallLedger:
         self._new: list[tuple[int, str, bytes, bytes | None, CallFailure | None]] = []
         self._pending: dict[int, tuple[PendingCall, str | None]] = {}
         self._pending_seen: set[int] = set()
+        self._pending_asked: dict[int, Any] = {}  # held seq -> event, set when it is asked
         self._recorded: dict[int, tuple[int, JournalCall]] = {}
         self._held: list[PendingCall] = []
         self._executing = 0
@@ -215,11 +216,14 @@ class CallLedger:
         if self._pending:
             decided = self._pending.get(seq)
             if decided is None:
-                if self._skipped_pending(seq, name, args):
+                if await self._skipped_pending(seq, name, args):
                     return None
             else:
                 held, decision = decided
                 self._pending_seen.add(seq)
+                asked = self._pending_asked.pop(seq, None)
+                if asked is not None:
+                    asked.set()
                 if held.name != name or not same_json(_encoder.encode(held.args), args):
                     self._diverge(
                         seq, _call_text(held.name, _encoder.encode(held.args)), name, args
@@ -348,10 +352,20 @@ class CallLedger:
                 event.set()
             self._cursor += 1
 
-    def _skipped_pending(self, seq: int, name: str, args: bytes) -> bool:
-        """A call after a held call of the journal that the program never asked: diverged."""
-        for held, _ in self._pending.values():
+    async def _skipped_pending(self, seq: int, name: str, args: bytes) -> bool:
+        """A call after a held call of the journal that the program never asked: diverged.
+
+        The program numbers its calls as it issues them, but on some backends they reach the
+        ledger in another order (threads, tasks of the caller's loop): a held call issued
+        before this one has the patience to arrive, and nothing after it runs before it has.
+        """
+        for held, _ in list(self._pending.values()):  # the wait below may let others in
             if held.seq < seq and held.seq not in self._pending_seen:
+                asked = self._pending_asked.get(held.seq)
+                if asked is None:
+                    asked = self._pending_asked[held.seq] = new_event()
+                if await wait_event(asked, PATIENCE_S):
+                    continue
                 self._diverge(
                     held.seq, _call_text(held.name, _encoder.encode(held.args)), name, args, at=seq
                 )

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import msgspec
 from hypothesis import given
@@ -48,3 +56,53 @@ def test_prepare_and_start_are_read_in_order_however_they_arrive(cuts: list[int]
     finally:
         os.close(r)
         os.close(w)
+
+
+_BUSY_AFTER_ARMING = """
+import os, sys
+from runtime._child import _dump_stacks_at_budgets
+_dump_stacks_at_budgets(int(sys.argv[1]))
+os.write(1, b"armed\\n")
+while True:
+    pass
+"""
+
+
+def test_a_second_ask_while_the_stacks_are_written_waits_for_them() -> None:
+    # The child's own CPU timer, the template and the host's watchdog may each send SIGXCPU
+    # at a budget; one arriving mid-dump must not end the process with half a dump. The
+    # dump is held here on a full pipe, so the second signal surely arrives during it.
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)
+    os.set_blocking(w, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(w, b"." * 4096)
+    os.set_blocking(w, True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _BUSY_AFTER_ARMING, str(w)],
+        pass_fds=(w,),
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parents[2],
+    )
+    os.close(w)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"armed\n"
+        child.send_signal(signal.SIGXCPU)
+        time.sleep(0.2)  # the handler is blocked writing the dump
+        child.send_signal(signal.SIGXCPU)
+        time.sleep(0.2)
+        assert child.poll() is None, "the second signal ended the dump half-written"
+        dump = b""
+        while chunk := os.read(r, 65536):
+            dump += chunk
+        assert child.wait(timeout=10) == -signal.SIGXCPU
+    finally:
+        child.kill()
+        child.wait()
+        os.close(r)
+        if child.stdout is not None:
+            child.stdout.close()
+    first = dump.lstrip(b".").split(b"Current thread")[1]
+    assert b"(most recent call first):\n" in first
+    assert re.search(rb'File "<string>", line [67] in <module>', first)  # in the loop
