@@ -1,9 +1,11 @@
 """Section 14: what a hostile run costs the host, and budgets the host cannot delay (issue 23).
 
-- Worst-shaped results: ``return [{}] * n`` at ~1 MB (333,000 values: decoded, under
-  ``max_json_values``) and ~64 MB (22 million values: refused undecoded, ``output_limit``):
-  the host's peak RSS growth over the run (``RssPeak``, as in the flood section) and the
-  longest stall of its event loop (a task sleeping 1 ms in a loop: the most it woke late).
+- Worst-shaped results: ``return [{}] * 333_000`` (~1 MB: decoded, under
+  ``max_json_values``), and a result frame the program forges on the bridge of ~64 MB of
+  ``{},`` (22 million values: refused undecoded, ``output_limit``; the child's own checks
+  would take the program longer than that to pass): the host's peak RSS growth over the run
+  (``RssPeak``, as in the flood section) and the longest stall of its event loop (a task
+  sleeping 1 ms in a loop: the most it woke late).
 - Budgets while the host holds its interpreter for 5 s (a busy loop on the event loop's thread
   with a switch interval longer than the hold, so no other thread of the host runs): a
   compute budget of 300 ms with the program's SIGXCPU blocked (only a watchdog can stop it),
@@ -31,7 +33,33 @@ from runtime import Limits, RunRequest, RunResult
 __all__ = ("run",)
 
 HOLD_S = 5.0
-SHAPES = {"~1 MB": 333_000, "~64 MB": 22_000_000}
+#: A program that writes a result frame of ``n`` empty dicts straight to the bridge, as a
+#: hostile child may (the bridge's write end found by its access mode), then waits.
+FORGED = """\
+import fcntl, os, select, struct, time
+def _out():
+    for name in os.listdir('/proc/self/fd'):
+        fd = int(name)
+        try:
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            continue
+        if fd > 2 and flags & os.O_ACCMODE == os.O_WRONLY and os.readlink(
+            f'/proc/self/fd/{{fd}}').startswith('pipe:'):
+            return fd
+body = b'{{"type":"Done","has_value":true,"value":[' + b'{{}},' * ({n} - 1) + b'{{}}]}}'
+data, out = memoryview(struct.pack("!I", len(body)) + body), _out()
+while data:
+    try:
+        data = data[os.write(out, data):]
+    except BlockingIOError:
+        select.select([], [out], [])
+time.sleep(30)
+"""
+SHAPES = {
+    "~1 MB": (333_000, "return [{{}}] * {n}"),
+    "~64 MB, forged": (22_000_000, FORGED),
+}
 COMPUTE = (
     "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGXCPU])\n"
     "await tools.started()\nwhile True:\n    pass\n"
@@ -54,7 +82,9 @@ def _hold_the_interpreter(seconds: float) -> None:
         sys.setswitchinterval(old)
 
 
-async def _worst_shape(rt: SubprocessRuntime, n: int, rss_row: Row, stall_row: Row) -> None:
+async def _worst_shape(
+    rt: SubprocessRuntime, n: int, program: str, rss_row: Row, stall_row: Row
+) -> None:
     done = anyio.Event()
     worst = [0.0]
 
@@ -68,8 +98,11 @@ async def _worst_shape(rt: SubprocessRuntime, n: int, rss_row: Row, stall_row: R
 
     async def flood() -> None:
         try:
-            limits = Limits(max_wall_ms=30_000, compute_ms=30_000, max_heap_mb=1024)
-            result.append(await rt.run(RunRequest(program=f"return [{{}}] * {n}", limits=limits)))
+            limits = Limits(
+                max_wall_ms=30_000, compute_ms=30_000, max_heap_mb=1024, max_output_bytes=64 << 20
+            )
+            request = RunRequest(program=program.format(n=n), limits=limits)
+            result.append(await rt.run(request))
         finally:
             done.set()
 
@@ -158,18 +191,26 @@ async def run(config: Config) -> Section:
     reps = config.n(1, 5)
     shapes = {
         label: (
-            section.add(Row(f"return [{{}}] * {n:,} ({label}): host RSS growth", DSH, "MiB")),
             section.add(
-                Row(f"return [{{}}] * {n:,} ({label}): longest event-loop stall", DSH, "ms")
+                Row(f"return [{{}}] * {n:,} ({label}): host RSS growth", DSH, "MiB", {"value": []})
+            ),
+            section.add(
+                Row(
+                    f"return [{{}}] * {n:,} ({label}): longest event-loop stall",
+                    DSH,
+                    "ms",
+                    {"value": []},
+                )
             ),
         )
-        for label, n in SHAPES.items()
+        for label, (n, _) in SHAPES.items()
     }
     compute = section.add(
         Row(
             f"compute budget 300 ms, SIGXCPU blocked, host held {HOLD_S:.0f} s: compute billed",
             DSH,
             "ms",
+            {"value": []},
         )
     )
     wall = section.add(
@@ -177,16 +218,22 @@ async def run(config: Config) -> Section:
             f"wall budget 1,000 ms, host held {HOLD_S:.0f} s: program stopped after",
             DSH,
             "ms",
+            {"value": []},
         )
     )
     stuck = section.add(
-        Row("sync tool blocked 20 s, max_wall_ms=2000: run() called to returned", DSH, "ms")
+        Row(
+            "sync tool blocked 20 s, max_wall_ms=2000: run() called to returned",
+            DSH,
+            "ms",
+            {"value": []},
+        )
     )
     async with SubprocessRuntime() as rt:
         await rt.run(RunRequest(program="1"))
         for _ in range(reps):
-            for label, n in SHAPES.items():
-                await _worst_shape(rt, n, *shapes[label])
+            for label, (n, program) in SHAPES.items():
+                await _worst_shape(rt, n, program, *shapes[label])
             r, _ = await _while_held(rt, COMPUTE, Limits(compute_ms=300, max_wall_ms=20_000))
             if _budget_failed(r, "compute") and r.stats is not None:
                 compute.metrics["value"].append(r.stats.compute_ms)

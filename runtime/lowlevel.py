@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from runtime._checks import check_request
     from runtime._contain import searchable_by
     from runtime._errors import RECREATED_EXCEPTIONS, builtin_exception_name, tool_call_error
-    from runtime._json import MAX_DEPTH, JsonTooLarge, json_problem, json_values_bound
+    from runtime._json import (
+        MAX_DEPTH,
+        JsonTooLarge,
+        json_problem,
+        json_values_bound,
+        nests_deeper_than,
+    )
     from runtime._ledger import CallLedger, Settled
     from runtime._procs import (
         ProcStat,
@@ -97,6 +103,7 @@ __all__ = (
     "json_problem",
     "json_values_bound",
     "kill_tree",
+    "nests_deeper_than",
     "process_cpu_ns",
     "searchable_by",
     "source_lines",
@@ -120,6 +127,7 @@ _HOMES = {
     "JsonTooLarge": "_json",
     "json_problem": "_json",
     "json_values_bound": "_json",
+    "nests_deeper_than": "_json",
     **dict.fromkeys(
         (
             "ProcStat",

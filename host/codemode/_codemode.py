@@ -46,6 +46,7 @@ from host.tools import (
     AbortController,
     AbortSignal,
     ErrorCode,
+    RunSettled,
     Scope,
     ToolCallRequest,
     ToolRegistry,
@@ -401,7 +402,8 @@ class CodeMode:
                     result: RunResult = await target.run(request)
                 else:
                     result = await target.run(request, resume=resume, decisions=decisions)
-                controller.abort("the program's run settled")  # unfinished calls: ABORTED
+                # unfinished calls: ABORTED (a sync tool deaf to it is abandoned, not waited for)
+                controller.abort(RunSettled("the program's run settled"))
             return result
         finally:
             if unlink is not None:

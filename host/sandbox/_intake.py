@@ -24,6 +24,7 @@ from host.sandbox._watchdog import Guard
 from runtime import FailureKind, RunError, RunRequest, RunResult
 from runtime.lowlevel import (
     CHILD_FAILURES,
+    MAX_DEPTH,
     Call,
     CallLedger,
     ChildMessage,
@@ -35,8 +36,8 @@ from runtime.lowlevel import (
     Reply,
     State,
     encode_frame,
-    json_problem,
     json_values_bound,
+    nests_deeper_than,
 )
 
 __all__ = ("Intake", "decoder")
@@ -277,7 +278,10 @@ class Intake:
                 )
             )
             return
-        problem = json_problem(value)
+        # msgspec refused every other way not to be lossless JSON; nothing per value here
+        problem = (
+            f"nesting deeper than {MAX_DEPTH} levels" if nests_deeper_than(raw, MAX_DEPTH) else None
+        )
         if problem is None and done.is_repr and not isinstance(value, str):
             problem = "a repr that is not a string"  # only a forged report says so
         if problem is not None:

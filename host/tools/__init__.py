@@ -59,7 +59,7 @@ from ._schema import (
     to_json_schema,
 )
 from ._scope import RUN_CODE, Scope
-from ._signal import AbortController, AbortSignal, fuse_signals
+from ._signal import AbortController, AbortSignal, RunSettled, fuse_signals
 from ._validate import validate
 from ._view import from_json_schema
 
@@ -93,6 +93,7 @@ __all__ = (
     "RepeatReminderConfig",
     "RepeatToolReminder",
     "ReservedToolNameError",
+    "RunSettled",
     "SchemaDSL",
     "SchemaError",
     "SchemaLimits",

@@ -32,7 +32,7 @@ from ._json import FrozenDict, freeze
 from ._result import ErrorCode, ToolResult, WithContent, normalize_content, user_context
 from ._schema import MISSING, Json
 from ._scope import Scope
-from ._signal import AbortSignal, fuse_signals
+from ._signal import AbortSignal, RunSettled, fuse_signals
 from ._validate import validate
 
 __all__ = ("Invocation", "ToolResolver")
@@ -53,8 +53,8 @@ class _Abandoned(Exception):
 async def _run_in_thread(execute: Any, args: Any, ctx: ToolRunContext) -> Any:
     """A sync tool in a worker thread. When its signal fires, the thread has a grace to see it
     and return (its result or error stands); past the grace, or at once when the awaiting task
-    itself is cancelled (the run settled), the thread is abandoned and reported: nothing can
-    stop a thread, and a run must not wait for one."""
+    itself is cancelled or the abort says its run settled (``RunSettled``), the thread is
+    abandoned and reported: nothing can stop a thread, and a run must not wait for one."""
     finished = threading.Event()
 
     def body() -> Any:
@@ -65,8 +65,9 @@ async def _run_in_thread(execute: Any, args: Any, ctx: ToolRunContext) -> Any:
 
     with anyio.CancelScope() as grace:
 
-        def start_grace(_reason: object) -> None:
-            grace.deadline = min(grace.deadline, anyio.current_time() + SYNC_ABORT_GRACE_S)
+        def start_grace(reason: object) -> None:
+            wait = 0.0 if isinstance(reason, RunSettled) else SYNC_ABORT_GRACE_S
+            grace.deadline = min(grace.deadline, anyio.current_time() + wait)
 
         remove_callback = ctx.signal.add_callback(start_grace)
         try:

@@ -7,7 +7,13 @@ from typing import Any
 
 import anyio
 
-__all__ = ("AbortController", "AbortSignal", "fuse_signals")
+__all__ = ("AbortController", "AbortSignal", "RunSettled", "fuse_signals")
+
+
+class RunSettled(str):
+    """An abort reason saying nothing waits for the call any more (the run that made it has
+    settled): a sync tool's thread is abandoned at once, without the grace a plain abort
+    gives it to notice ``ctx.signal``."""
 
 
 class AbortSignal:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime import json_problem
-from runtime._json import MAX_DEPTH, json_values_bound
+from runtime._json import MAX_DEPTH, json_values_bound, nests_deeper_than
 
 json_values = st.recursive(
     st.none()
@@ -103,3 +103,33 @@ def test_separators_inside_strings_count_only_when_the_bound_is_near() -> None:
     raw = msgspec.json.encode(['a,b:c[d{e\\"' * 1000])
     assert json_values_bound(raw, 10) <= 3
     assert json_values_bound(msgspec.json.encode([{}] * 1000), 10) > 1000
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+_bracket_text = st.text(alphabet='[]{}"\\,:ab', max_size=8)
+bracketed_values = st.recursive(
+    st.none() | st.integers() | _bracket_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_bracket_text, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@given(bracketed_values, st.integers(min_value=0, max_value=8))
+def test_the_nesting_check_agrees_with_the_value_whatever_its_strings_hold(
+    value: Any, limit: int
+) -> None:
+    assert nests_deeper_than(msgspec.json.encode(value), limit) == (_depth(value) > limit)
+
+
+def test_the_nesting_check_finds_one_deep_branch_among_many_flat_ones() -> None:
+    deep = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    raw = ("[" + '{"[":"[[["},[],' * 10_000 + deep + "]").encode()  # MAX_DEPTH + 1 deep
+    assert nests_deeper_than(raw, MAX_DEPTH)
+    assert not nests_deeper_than(raw, MAX_DEPTH + 1)

@@ -50,6 +50,34 @@ async def test_a_result_of_millions_of_tiny_values_is_refused_before_it_is_decod
     assert stalls.longest < 1.0, f"the event loop stalled {stalls.longest:.2f} s"
 
 
+async def test_a_result_just_under_the_value_bound_is_decoded_without_a_walk_per_value() -> None:
+    # What max_json_values lets through is decoded at C speed; a check per value in Python on
+    # the event loop (the lossless-JSON walk took ~1 µs a value) stalled it for seconds here.
+    async with SubprocessRuntime(max_json_values=3_000_000) as rt, loop_stalls() as stalls:
+        result = await run_hostile(rt, _forged("Done", "has_value", 1_400_000), limits=_BIG)
+    assert result.error is None and len(result.value) == 1_400_000
+    assert stalls.longest < 1.0, f"the event loop stalled {stalls.longest:.2f} s"
+
+
+async def test_a_forged_result_nested_too_deep_is_refused() -> None:
+    # The child refuses nesting past 500 levels; a forged frame deeper than that (which
+    # msgspec still decodes) must be refused by the host too.
+    async with SubprocessRuntime() as rt:
+        for depth, kind in ((500, None), (501, "invalid_completion"), (900, "invalid_completion")):
+            value = "[" * depth + '"]["' + "]" * depth
+            program = bridge_helpers() + (
+                f'send(b\'{{"type":"Done","has_value":true,"value":{value}}}\')\n'
+                "import time\ntime.sleep(30)\n"
+            )
+            result = await run_hostile(rt, program, limits=_BIG)
+            if kind is None:
+                assert result.error is None, result.error
+            else:
+                expect(result, kind)
+                assert result.error is not None
+                assert "nesting deeper than 500 levels" in result.error.message
+
+
 @ONE_BACKEND
 async def test_call_arguments_of_millions_of_values_fail_the_run(rt: SubprocessRuntime) -> None:
     program = _forged("Call", "id", 2_000_000)

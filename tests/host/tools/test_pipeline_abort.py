@@ -15,6 +15,7 @@ from host.tools import (
     ErrorCode,
     FrozenDict,
     PostDecision,
+    RunSettled,
     ToolCall,
     ToolRegistry,
     ToolResult,
@@ -287,6 +288,56 @@ async def test_a_sync_body_deaf_to_the_abort_is_abandoned_after_the_grace() -> N
     assert results[0].code is ErrorCode.ABORTED
     # The grace (one second), not the body's thirty: a generous sanity bound.
     assert 0.5 < took < 10
+
+
+def _mock_clock() -> object:
+    """trio with a clock that jumps to the next deadline whenever every task waits."""
+    import trio.testing
+
+    return pytest.param(
+        ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}), id="trio-mock-clock"
+    )
+
+
+@pytest.mark.parametrize("anyio_backend", [_mock_clock()])
+@pytest.mark.parametrize(
+    ("reason", "grace"),
+    [("stop", 1.0), (RunSettled("the program's run settled"), 0.0)],
+    ids=["plain-abort", "run-settled"],
+)
+async def test_a_sync_body_gets_no_grace_once_nothing_waits_for_its_call(
+    reason: object, grace: float
+) -> None:
+    # A plain abort gives a deaf sync body its second; an abort saying the run has settled
+    # (code mode's, after the program's run returned) abandons it at once: the run's caller
+    # must not wait past the run's budget. The clock is virtual: the grace is exact.
+    registry = ToolRegistry(QUIET)
+    release, entered = threading.Event(), threading.Event()
+
+    def deaf(args: Any, ctx: ToolRunContext) -> Any:
+        entered.set()
+        release.wait(30)
+        return "too late"
+
+    registry.register(define_tool(name="deaf", description="", parameters={}, execute=deaf))
+    controller = AbortController()
+    results: list[ToolResult] = []
+
+    async def call() -> None:
+        results.append(await registry.invoke("deaf", {}, signal=controller.signal))
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            while not entered.is_set():
+                await anyio.sleep(0.005)
+            aborted_at = anyio.current_time()
+            controller.abort(reason)
+        took = anyio.current_time() - aborted_at
+    finally:
+        release.set()
+    assert results[0].code is ErrorCode.ABORTED
+    assert took == pytest.approx(grace, abs=0.01)
 
 
 async def test_a_sync_body_past_its_timeout_is_a_timeout_even_if_it_never_returns() -> None:
