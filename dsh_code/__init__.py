@@ -98,6 +98,7 @@ if TYPE_CHECKING:
         RepeatReminderConfig,
         RepeatToolReminder,
         ReservedToolNameError,
+        RunSettled,
         SchemaDSL,
         SchemaError,
         SchemaLimits,
@@ -250,6 +251,7 @@ __all__ = (
     "RunError",
     "RunRequest",
     "RunResult",
+    "RunSettled",
     "RunStats",
     "RuntimeClosedError",
     "RuntimeEnvironmentError",
@@ -343,14 +345,14 @@ _NAMES_BY_HOME = {
         "RUN_CODE AbortController AbortSignal Allow Array Ask BareSchema Boolean Deny "
         "DiffCard ErrorCode FrozenDict FrozenList FunctionTool GenericCard Integer Json Node "
         "Null Number Object OneOf Output Pause PostDecision ReadCard RepeatReminderConfig "
-        "RepeatToolReminder ReservedToolNameError SchemaDSL SchemaError SchemaLimits Scope "
-        "ScopeError SearchCard String TerminalCard ToolCall ToolCallRequest ToolDefinition "
-        "ToolDefinitionError ToolError ToolFailure ToolRegistry ToolResult ToolResultEvent "
-        "ToolRunContext ToolSchema ToolsConfig ToolsError WebCard WithContent anthropic_tools "
-        "canonical_json card_to_dict define_tool find_tools freeze from_json_schema "
-        "fuse_signals hint_to_node is_concurrency_safe normalize_content openai_tools "
-        "present_call present_result run_tool_calls schema thaw timeout_policy to_json_schema "
-        "tool user_context validate"
+        "RepeatToolReminder ReservedToolNameError RunSettled SchemaDSL SchemaError "
+        "SchemaLimits Scope ScopeError SearchCard String TerminalCard ToolCall "
+        "ToolCallRequest ToolDefinition ToolDefinitionError ToolError ToolFailure "
+        "ToolRegistry ToolResult ToolResultEvent ToolRunContext ToolSchema ToolsConfig "
+        "ToolsError WebCard WithContent anthropic_tools canonical_json card_to_dict "
+        "define_tool find_tools freeze from_json_schema fuse_signals hint_to_node "
+        "is_concurrency_safe normalize_content openai_tools present_call present_result "
+        "run_tool_calls schema thaw timeout_policy to_json_schema tool user_context validate"
     ),
     "runtime.testing": "InProcessRuntime",
     "host.adapters": "shared_runtime",
