@@ -258,10 +258,11 @@ async def test_async_body_is_cancelled_at_its_await_and_cleans_up_first() -> Non
     assert results[0].error.message == "tool call was aborted: stop"
 
 
-async def test_a_sync_body_deaf_to_the_abort_is_abandoned_after_the_grace() -> None:
+async def _abort_a_deaf_sync_body(reason: object) -> tuple[ToolResult, float]:
+    """Abort a call whose sync body ignores its signal; its result and how long after the
+    abort the call returned."""
     registry = ToolRegistry(QUIET)
-    release = threading.Event()
-    entered = threading.Event()
+    release, entered = threading.Event(), threading.Event()
 
     def deaf(args: Any, ctx: ToolRunContext) -> Any:
         entered.set()
@@ -281,11 +282,15 @@ async def test_a_sync_body_deaf_to_the_abort_is_abandoned_after_the_grace() -> N
             while not entered.is_set():
                 await anyio.sleep(0.005)
             aborted_at = anyio.current_time()
-            controller.abort()
-        took = anyio.current_time() - aborted_at
+            controller.abort(reason)
+        return results[0], anyio.current_time() - aborted_at
     finally:
         release.set()
-    assert results[0].code is ErrorCode.ABORTED
+
+
+async def test_a_sync_body_deaf_to_the_abort_is_abandoned_after_the_grace() -> None:
+    result, took = await _abort_a_deaf_sync_body("aborted")
+    assert result.code is ErrorCode.ABORTED
     # The grace (one second), not the body's thirty: a generous sanity bound.
     assert 0.5 < took < 10
 
@@ -311,32 +316,8 @@ async def test_a_sync_body_gets_no_grace_once_nothing_waits_for_its_call(
     # A plain abort gives a deaf sync body its second; an abort saying the run has settled
     # (code mode's, after the program's run returned) abandons it at once: the run's caller
     # must not wait past the run's budget. The clock is virtual: the grace is exact.
-    registry = ToolRegistry(QUIET)
-    release, entered = threading.Event(), threading.Event()
-
-    def deaf(args: Any, ctx: ToolRunContext) -> Any:
-        entered.set()
-        release.wait(30)
-        return "too late"
-
-    registry.register(define_tool(name="deaf", description="", parameters={}, execute=deaf))
-    controller = AbortController()
-    results: list[ToolResult] = []
-
-    async def call() -> None:
-        results.append(await registry.invoke("deaf", {}, signal=controller.signal))
-
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(call)
-            while not entered.is_set():
-                await anyio.sleep(0.005)
-            aborted_at = anyio.current_time()
-            controller.abort(reason)
-        took = anyio.current_time() - aborted_at
-    finally:
-        release.set()
-    assert results[0].code is ErrorCode.ABORTED
+    result, took = await _abort_a_deaf_sync_body(reason)
+    assert result.code is ErrorCode.ABORTED
     assert took == pytest.approx(grace, abs=0.01)
 
 
