@@ -16,6 +16,7 @@ import builtins
 import inspect
 import re
 import sys
+import threading
 import types
 import warnings
 from collections.abc import Coroutine
@@ -272,6 +273,15 @@ def _parse(source: str) -> ast.Module:
         raise ProgramRejected(f"SyntaxError: the program cannot be parsed: {exc}") from None
 
 
+#: CPython 3.11 counts the AST constructor's recursion per interpreter, not per thread: two
+#: threads building ASTs at once can fail one with a spurious ``SystemError`` ("AST
+#: constructor recursion depth mismatch", python/cpython#106905). Our compiles take turns
+#: (this also keeps ``warnings.catch_warnings`` to one thread), and one that another
+#: library's parse in another thread disturbed is tried once more.
+_AST_TURNS = threading.Lock()
+_AST_RACE = "recursion depth mismatch"
+
+
 def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
     """Compile ``source`` into module code for ``run_sync``/``run_async``.
 
@@ -279,6 +289,16 @@ def compile_program(source: str, policy: Policy = "python") -> types.CodeType:
     """
     if policy not in ("python", "restricted"):
         raise ValueError(f"unknown policy {policy!r}: use 'python' or 'restricted'")
+    with _AST_TURNS:
+        try:
+            return _compile(source, policy)
+        except SystemError as exc:
+            if _AST_RACE not in str(exc):
+                raise
+            return _compile(source, policy)
+
+
+def _compile(source: str, policy: Policy) -> types.CodeType:
     tree = _parse(source.removeprefix(_BOM))  # CPython accepts a UTF-8 BOM before a script
     if policy == "restricted":
         from runtime._restricted import PolicyViolation, restrict

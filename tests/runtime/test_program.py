@@ -4,6 +4,8 @@ rule, and parse failures."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import types
 from typing import Any
 
@@ -174,3 +176,52 @@ def test_tracebacks_carry_program_line_numbers() -> None:
 def test_an_unknown_policy_is_a_caller_error() -> None:
     with pytest.raises(ValueError, match="unknown policy"):
         compile_program("1", "lenient")  # type: ignore[arg-type]
+
+
+def test_compiles_take_turns_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CPython 3.11's AST constructor counts its recursion per interpreter: two threads
+    # building ASTs at once can fail one with a spurious SystemError. Ours never overlap.
+    import runtime._program as program
+
+    inside, most = [0], [0]
+    parse = program._parse
+
+    def slow_parse(source: str) -> Any:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.002)  # lets the other threads in, were there no turns
+        try:
+            return parse(source)
+        finally:
+            inside[0] -= 1
+
+    monkeypatch.setattr(program, "_parse", slow_parse)
+    threads = [
+        threading.Thread(target=lambda: [program.compile_program("1 + 1") for _ in range(5)])
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1
+
+
+def test_a_spurious_ast_recursion_mismatch_is_tried_once_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runtime._program as program
+
+    failures = ["AST constructor recursion depth mismatch (before=159, after=210)"]
+    parse = program._parse
+
+    def racing_parse(source: str) -> Any:
+        if failures:
+            raise SystemError(failures.pop())
+        return parse(source)
+
+    monkeypatch.setattr(program, "_parse", racing_parse)
+    assert isinstance(program.compile_program("1 + 1"), types.CodeType)
+    monkeypatch.setattr(program, "_parse", lambda source: (_ for _ in ()).throw(SystemError("x")))
+    with pytest.raises(SystemError):
+        program.compile_program("1 + 1")  # any other SystemError is not ours to hide
