@@ -63,7 +63,7 @@ async def test_a_forged_result_nested_too_deep_is_refused() -> None:
     # The child refuses nesting past 500 levels; a forged frame deeper than that (which
     # msgspec still decodes) must be refused by the host too.
     async with SubprocessRuntime() as rt:
-        for depth, kind in ((500, None), (501, "invalid_completion"), (900, "invalid_completion")):
+        for depth, kind in ((500, None), (501, "invalid_completion"), (700, "invalid_completion")):
             value = "[" * depth + '"]["' + "]" * depth
             program = bridge_helpers() + (
                 f'send(b\'{{"type":"Done","has_value":true,"value":{value}}}\')\n'
