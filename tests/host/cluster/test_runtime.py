@@ -221,7 +221,12 @@ async def test_every_failure_kind_keeps_its_meaning(rt: RayRuntime) -> None:
             assert there.error.budget == here.error.budget
             assert there.error.exception_type == here.error.exception_type
             assert there.logs == here.logs
-            assert there.error.message == here.error.message
+            # where a budget stopped the program is a line of the loop either run may be at
+            assert _without_where(there.error.message) == _without_where(here.error.message)
+
+
+def _without_where(message: str) -> str:
+    return message.partition("; it was stopped here")[0]
 
 
 async def test_binding_failures_and_bad_values_as_locally(rt: RayRuntime) -> None:
