@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
 import anyio
 import pytest
 
+from benchmarks._hostile import _hold_the_interpreter
 from host.sandbox import SubprocessRuntime
 from runtime import Limits, RunRequest, RunResult
 from tests.host.sandbox.hostile import ONE_BACKEND, expect
@@ -17,19 +17,6 @@ pytestmark = pytest.mark.anyio
 
 #: How long the host holds its interpreter: longer than any budget below, by far.
 _HOG_S = 3.0
-
-
-def _hold_the_interpreter(seconds: float) -> None:
-    """Busy on the event loop's thread without letting another thread of ours run (a
-    decode, a busy tool written in Python): the switch interval outlasts the hold."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(seconds * 10)
-    try:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            pass
-    finally:
-        sys.setswitchinterval(old)
 
 
 async def _run_while_the_host_is_busy(
