@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import msgspec
 
-from runtime import Binding, HoldCall, current_call
+from runtime import Binding, HoldCall, RunResult, current_call
 
 #: Charges, then asks for the receipt (held until approved), then returns both.
 CHARGE_THEN_RECEIPT = """\
@@ -85,3 +86,17 @@ class Shop:
     @property
     def bindings(self) -> dict[str, Binding]:
         return {"tools.charge": self.charge, "tools.send_receipt": self.send_receipt}
+
+
+def assert_the_gather_resumed_once_each(paused: RunResult, done: RunResult) -> None:
+    """GATHER_THREE resumed: each charge ran once, and a replayed one answers as it first did.
+
+    Which charge ran first is not promised (calls issued together run concurrently), so the
+    ids are checked against the journal, not against the order of issue.
+    """
+    assert paused.journal is not None and done.ok, done.error
+    first, receipt, second = done.value
+    assert (first["amount"], receipt, second["amount"]) == (1, "sent to b", 2)
+    assert sorted([first["id"], second["id"]]) == ["ch_1", "ch_2"]
+    for call in paused.journal.calls:  # seq 1 and 3 are the gather's places 0 and 2
+        assert done.value[call.seq - 1] == msgspec.json.decode(call.value)  # type: ignore[arg-type]
