@@ -8,7 +8,6 @@ noisy machine moves both alike. Usage: ``python benchmarks/timeout_cost.py [--ro
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._common import machine_info, machine_label, summarize
 from host.tools import ToolRegistry, ToolRunContext, ToolsConfig, define_tool
 
 CALLS_PER_ROUND = 500
@@ -46,11 +46,8 @@ async def _per_call_us(registry: ToolRegistry) -> float:
     return (time.perf_counter() - started) / CALLS_PER_ROUND * 1e6
 
 
-def _p95(values: list[float]) -> float:
-    return sorted(values)[max(0, round(0.95 * len(values)) - 1)]
-
-
 async def _main(rounds: int) -> None:
+    print(f"{machine_label(machine_info())}; {rounds} rounds of {CALLS_PER_ROUND} calls\n")
     print("| tool | timeout_ms | p50 µs/call | p95 µs/call |")
     print("|---|---|---|---|")
     for label, execute in (("sync", _sync), ("async", _async)):
@@ -62,8 +59,8 @@ async def _main(rounds: int) -> None:
             seen["none"].append(await _per_call_us(plain))
             seen["60 000"].append(await _per_call_us(timed))
         for timeout, values in seen.items():
-            median = statistics.median(values)
-            print(f"| {label} | {timeout} | {median:.1f} | {_p95(values):.1f} |")
+            stats = summarize(values)
+            print(f"| {label} | {timeout} | {stats['p50']:.1f} | {stats['p95']:.1f} |")
 
 
 def main() -> None:
